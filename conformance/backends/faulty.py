@@ -1,0 +1,205 @@
+"""Backends with one planted fault each, built on eager: the proof that each oracle catches
+what it claims to. Fast (no compiler), so tests/ can fuzz them for hundreds of examples.
+
+Each is a factory usable as a SPEC, e.g. `conformance.backends.faulty:stale_grad_mode_cache`.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import torch
+
+from conformance.backends.base import CACHE_COUNTERS
+from conformance.outcome import CacheStats
+
+
+class _Wrapping:
+    """Eager, with a hook around each call; counts a compilation per distinct cache key."""
+
+    capabilities: frozenset[str] = frozenset({CACHE_COUNTERS})
+    recompile_policy = "per key"
+    fault = ""
+
+    def __init__(self):
+        self.name = f"faulty[{self.fault}]"
+
+    def cache_key(self, args) -> tuple:
+        return (torch.is_grad_enabled(),) + tuple(
+            (tuple(a.shape), a.dtype, a.device.type, a.requires_grad) for a in args if isinstance(a, torch.Tensor))
+
+    def call(self, fn, args, compiled):
+        return fn(*args)
+
+    def compile(self, fn: Callable) -> Callable:
+        backend = self
+
+        def compiled(*args):
+            key = backend.cache_key(args)
+            if key in compiled.keys:
+                compiled.stats.hits += 1
+            else:
+                compiled.stats.misses += 1
+                compiled.keys[key] = torch.is_grad_enabled()
+            compiled.current_key = key
+            return backend.call(fn, args, compiled)
+
+        compiled.keys = {}
+        compiled.stats = CacheStats(0, 0)
+        return compiled
+
+    def cache_stats(self, compiled) -> CacheStats:
+        return CacheStats(compiled.stats.hits, compiled.stats.misses)
+
+    def trace_facts(self, compiled):
+        return None
+
+    def versions(self) -> dict[str, str]:
+        return {"torch": torch.__version__}
+
+
+class AlwaysGrad(_Wrapping):
+    """Runs the body with grad enabled, whatever the ambient mode (flags, gradients)."""
+
+    fault = "body always runs with grad enabled"
+
+    def call(self, fn, args, compiled):
+        before = torch.is_grad_enabled()
+        with torch.enable_grad():
+            out = fn(*args)
+            flipped_off = not torch.is_grad_enabled()
+        # Keep a plain set_grad_enabled(False) of the program visible after the call, so that
+        # this backend breaks the body only, not the grad mode it leaves behind.
+        torch._C._set_grad_enabled(False if flipped_off else before)
+        return out
+
+
+class StaleGradModeCache(_Wrapping):
+    """Drops the ambient grad mode from the cache key: a later call under another mode
+    reuses the mode of the first compilation (recompiles: too few; flags)."""
+
+    fault = "ambient grad mode dropped from the cache key"
+
+    def cache_key(self, args) -> tuple:
+        return super().cache_key(args)[1:]
+
+    def call(self, fn, args, compiled):
+        with torch.set_grad_enabled(compiled.keys[compiled.current_key]):
+            out = fn(*args)
+            after = torch.is_grad_enabled()
+        torch._C._set_grad_enabled(after)
+        return out
+
+
+class RecompilesEveryCall(_Wrapping):
+    """Never hits its cache (recompiles: too many)."""
+
+    fault = "cache never hits"
+
+    def compile(self, fn):
+        compiled = super().compile(fn)
+        inner = compiled
+
+        def again(*args):
+            inner.keys.clear()
+            return inner(*args)
+
+        again.stats = inner.stats
+        return again
+
+
+class ForgetsGradModeChange(_Wrapping):
+    """Restores the ambient grad mode after each call, so a program that leaves grad
+    disabled on return is not reflected (grad_mode), as a compiler that tracks grad
+    mode only inside its trace would."""
+
+    fault = "grad mode change not written back after the call"
+
+    def call(self, fn, args, compiled):
+        before = torch.is_grad_enabled()
+        try:
+            return fn(*args)
+        finally:
+            torch._C._set_grad_enabled(before)
+
+
+class IgnoresGradModeCalls(_Wrapping):
+    """Treats torch._C._set_grad_enabled as a no-op inside the body, as thunder did before
+    it supported no_grad (flags, gradients)."""
+
+    fault = "torch._C._set_grad_enabled ignored"
+
+    def call(self, fn, args, compiled):
+        original = torch._C._set_grad_enabled
+        torch._C._set_grad_enabled = lambda mode: None
+        try:
+            return fn(*args)
+        finally:
+            torch._C._set_grad_enabled = original
+
+
+class ScalesGradients(_Wrapping):
+    """Doubles the gradient reaching each input (gradients, and nothing else)."""
+
+    fault = "input gradients doubled"
+
+    def call(self, fn, args, compiled):
+        for a in args:
+            if isinstance(a, torch.Tensor) and a.requires_grad:
+                a.register_hook(lambda g: g * 2)
+        return fn(*args)
+
+
+class PerturbsOutputs(_Wrapping):
+    """Adds 0.5 to floating outputs, without touching their autograd flags (outputs)."""
+
+    fault = "floating outputs off by 0.5"
+
+    def call(self, fn, args, compiled):
+        out = fn(*args)
+        single = not isinstance(out, tuple)
+        outs = (out,) if single else out
+
+        def bump(x):
+            if isinstance(x, torch.Tensor) and x.is_floating_point() and x.numel():
+                with torch.no_grad():
+                    y = x.detach() + 0.5
+                return y.requires_grad_() if x.requires_grad and x.is_leaf else (x + 0.5 if x.requires_grad else y)
+            return x
+
+        outs = tuple(bump(x) for x in outs)
+        return outs[0] if single else outs
+
+
+class RaisesOnGradModeCalls(_Wrapping):
+    """Raises NotImplementedError when the body changes grad mode (exceptions)."""
+
+    fault = "raises on any grad-mode change"
+
+    def call(self, fn, args, compiled):
+        original = torch._C._set_grad_enabled
+
+        def refuse(mode):
+            raise NotImplementedError("grad mode changes are not supported")
+
+        torch._C._set_grad_enabled = refuse
+        try:
+            return fn(*args)
+        finally:
+            torch._C._set_grad_enabled = original
+
+
+FAULTS = {
+    "always_grad": AlwaysGrad,
+    "stale_grad_mode_cache": StaleGradModeCache,
+    "recompiles_every_call": RecompilesEveryCall,
+    "forgets_grad_mode_change": ForgetsGradModeChange,
+    "ignores_grad_mode_calls": IgnoresGradModeCalls,
+    "scales_gradients": ScalesGradients,
+    "perturbs_outputs": PerturbsOutputs,
+    "raises_on_grad_mode_calls": RaisesOnGradModeCalls,
+}
+
+# Factories for SPECs: conformance.backends.faulty:<name>
+for _name, _cls in FAULTS.items():
+    globals()[_name] = _cls

@@ -1,0 +1,71 @@
+"""One example end to end: run a Program on eager and on a backend, compare, raise.
+
+This is the function a property test calls; it raises one exception class per kind
+of mismatch found (see oracles.mismatch), carrying the evidence for the report.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from conformance import oracles, runner
+from conformance.generators.schedules import SINGLE_CALL, Schedule
+from conformance.oracles.mismatch import Mismatch, exception_class
+from conformance.outcome import SideOutcome
+from conformance.program import Program, render
+
+
+@dataclass
+class Result:
+    program: Program
+    schedule: Schedule
+    source: str
+    eager: SideOutcome
+    backend: SideOutcome
+    mismatches: list[Mismatch] = field(default_factory=list)
+
+
+def run_example(program: Program, backend, schedule: Schedule = SINGLE_CALL,
+                oracle_names: tuple[str, ...] = oracles.ORACLES) -> Result:
+    source = render(program)
+    eager = runner.run(program, None, schedule, source)
+    side = runner.run(program, backend, schedule, source)
+    return Result(program, schedule, source, eager, side, oracles.compare(eager, side, oracle_names))
+
+
+def failure_message(result: Result) -> str:
+    lines = [f"{len(result.mismatches)} mismatch(es) between eager and {result.backend.side}:"]
+    lines += ["  " + m.line() for m in result.mismatches[:12]]
+    lines += ["", "program:", result.source, "inputs: " + describe_inputs(result.program)]
+    lines.append("calls: " + "; ".join(describe_call(c) for c in result.schedule))
+    return "\n".join(lines)
+
+
+def describe_inputs(program: Program) -> str:
+    def one(i):
+        grad = ", requires_grad" if i.requires_grad else ""
+        dev = f", {i.device}" if i.device != "cpu" else ""
+        return f"{i.name}: {i.dtype}{list(i.shape)}{dev}{grad}"
+
+    return ", ".join(one(i) for i in program.inputs + program.parameters)
+
+
+def describe_call(spec) -> str:
+    flags = ""
+    if spec.requires_grad:
+        flags = " with requires_grad " + str(["as declared" if f is None else f for f in spec.requires_grad])
+    return spec.ambient + flags
+
+
+class _Carrier:
+    """Attached to the raised exception so that the shrunk example's evidence is kept."""
+
+
+def raise_for(result: Result, ignore=lambda m: False) -> None:
+    """Raise the exception class of the first mismatch that `ignore` does not excuse."""
+    new = [m for m in result.mismatches if not ignore(m)]
+    if not new:
+        return
+    exc = exception_class(new[0])(new, failure_message(result))
+    exc.result = result
+    raise exc

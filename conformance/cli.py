@@ -1,0 +1,167 @@
+"""`python -m conformance fuzz|replay|report|bench|selfcheck|matrix`.
+
+Exit codes: 0 nothing new; 1 new mismatches (or, for replay, some still reproduce);
+2 bad usage, or a backend that cannot be loaded, always with a one-line reason.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+
+class UsageError(Exception):
+    """Bad input from the user: reported as one line, exit code 2."""
+
+
+def _positive_seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--seconds must be a number, got {text!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"--seconds must be more than 0, got {text}")
+    return value
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"expected a number more than 0, got {text}")
+    return value
+
+
+def _workers(text: str) -> int:
+    if text == "auto":
+        return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
+    return _positive_int(text)
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):  # one line and exit 2, as argparse does, but without the usage wall
+        self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="python -m conformance", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    fz = sub.add_parser("fuzz", help="fuzz a backend for a time budget and write reports")
+    fz.add_argument("--backend", default="thunder", help="SPEC: thunder, torch.compile, eager, "
+                    "thunder[cache=no caching] or package.module:factory (default thunder)")
+    fz.add_argument("--seconds", type=_positive_seconds, required=True, help="time budget")
+    fz.add_argument("--max-examples", type=_positive_int, help="stop after this many examples in all")
+    fz.add_argument("--seed", type=int, help="seed for a reproducible run (default: random)")
+    fz.add_argument("--workers", type=_workers, default=1, help="worker processes, or auto (one per core)")
+    fz.add_argument("--report-dir", type=Path, default=Path("reports/fuzz"), help="where reports go")
+    fz.add_argument("--db", type=Path, help="Hypothesis example database folder, kept across nights")
+    fz.add_argument("--baseline", type=Path, help="the previous night's summary.json, for triage")
+    fz.add_argument("--example-timeout", type=_positive_seconds, default=60.0,
+                    help="an example running longer is reported as a hang (default 60)")
+    fz.add_argument("--shrinks-per-class", type=_positive_int, default=3,
+                    help="shrink each mismatch class at most this often per worker (default 3)")
+    fz.add_argument("--recycle-after", type=_positive_int, default=2000,
+                    help="restart a worker after this many examples (default 2000)")
+    fz.add_argument("--max-rss-mb", type=_positive_int, default=3000,
+                    help="restart a worker whose peak RSS passes this (default 3000)")
+    fz.add_argument("--chunk", type=_positive_int, default=200, help=argparse.SUPPRESS)
+
+    rp = sub.add_parser("replay", help="re-run a repro folder or a summary.json's mismatches")
+    rp.add_argument("path", type=Path, help="a summary.json, a report folder, or one mismatch's folder")
+    rp.add_argument("--backend", help="backend SPEC to replay against (default: the one recorded)")
+
+    rep = sub.add_parser("report", help="rewrite index.html and summary.json from a report folder's findings")
+    rep.add_argument("report_dir", type=Path)
+    rep.add_argument("--backend", default="thunder")
+    return parser
+
+
+def _check_report_dir(path: Path) -> None:
+    if path.exists() and not path.is_dir():
+        raise UsageError(f"report folder {path} is a file; give a folder")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        probe = path / ".write-test"
+        probe.write_text("")
+        probe.unlink()
+    except OSError as exc:
+        raise UsageError(f"report folder {path} is not writable ({exc.strerror or exc})") from None
+
+
+def _load_backend(spec: str):
+    from conformance.backends import BackendUnavailable, get
+
+    try:
+        return get(spec)
+    except BackendUnavailable as exc:
+        raise UsageError(str(exc)) from None
+
+
+def cmd_fuzz(args) -> int:
+    from conformance.fuzz import FuzzConfig, load_baseline, run_fuzz
+
+    _check_report_dir(args.report_dir)
+    if args.db is not None:
+        if args.db.exists() and not args.db.is_dir():
+            raise UsageError(f"--db {args.db} is a file; the example database must be a folder")
+        try:
+            args.db.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise UsageError(f"--db {args.db} cannot be created ({exc.strerror or exc})") from None
+    try:
+        load_baseline(args.baseline)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    _load_backend(args.backend)  # fail fast, once, in the parent
+    cfg = FuzzConfig(
+        backend=args.backend, seconds=args.seconds, max_examples=args.max_examples, seed=args.seed,
+        workers=args.workers, report_dir=args.report_dir, db=args.db, baseline=args.baseline, chunk=args.chunk,
+        example_timeout=args.example_timeout, shrinks_per_class=args.shrinks_per_class,
+        recycle_after=args.recycle_after, max_rss_mb=args.max_rss_mb,
+        command="python -m conformance " + " ".join(sys.argv[1:]),
+    )
+    return run_fuzz(cfg)
+
+
+def cmd_replay(args) -> int:
+    from conformance.replay import ReplayError, replay
+
+    try:
+        return replay(args.path, args.backend)
+    except ReplayError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def cmd_report(args) -> int:
+    from conformance.report.write import write_run
+
+    if not (args.report_dir / "findings").is_dir():
+        raise UsageError(f"{args.report_dir} has no findings/ folder to build reports from")
+    index = write_run(args.report_dir, backend_name=args.backend, seed=None, command="")
+    print(f"report: {index}")
+    return 0
+
+
+COMMANDS = {"fuzz": cmd_fuzz, "replay": cmd_replay, "report": cmd_report}
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return COMMANDS[args.command](args)
+    except UsageError as exc:
+        print(f"python -m conformance {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+    except ModuleNotFoundError as exc:
+        print(f"python -m conformance {args.command}: error: missing dependency {exc.name!r}; "
+              "run `make venv` (or pip install -e . -c constraints.txt)", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130

@@ -1,0 +1,422 @@
+"""The nightly fuzzing job: `python -m conformance fuzz`.
+
+N worker processes each run the program generator through Hypothesis in chunks until
+the time budget is spent. A mismatch is shrunk by Hypothesis, classified against
+known_issues.toml, and saved as a record at once; the parent merges the records into
+repros, HTML reports and summary.json at the end (also after Ctrl-C).
+
+What keeps an unattended night going:
+- an example that runs past --example-timeout is reported as a hang (SIGALRM in the
+  worker; a worker stuck where Python cannot interrupt it is killed by the parent and
+  its example reported as a hang all the same);
+- a worker that dies has its example (written to current.json before each run)
+  reported as a crash, and is restarted with a fresh seed;
+- a raw failure is saved before shrinking starts, so a run stopped mid-shrink loses nothing;
+- workers are recycled after --recycle-after examples, or when their RSS passes
+  --max-rss-mb, since thunder keeps caches per jitted function.
+
+Shrinking budget: each mismatch class (oracles.mismatch.class_key) is shrunk at most
+--shrinks-per-class times per worker; later hits of that class are counted, not shrunk.
+"""
+
+from __future__ import annotations
+
+import json
+import multiprocessing as mp
+import os
+import queue as queue_mod
+import resource
+import signal
+import sys
+import time
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from conformance.report.records import merge, write_atomic
+
+CRASH_SIGNATURE = "crash.worker died"
+HANG_SIGNATURE = "hang.example timed out"
+
+
+@dataclass
+class FuzzConfig:
+    backend: str
+    seconds: float
+    max_examples: int | None = None
+    seed: int | None = None
+    workers: int = 1
+    report_dir: Path = Path("reports/fuzz")
+    db: Path | None = None
+    baseline: Path | None = None
+    chunk: int = 200
+    example_timeout: float = 60.0
+    shrinks_per_class: int = 3
+    recycle_after: int = 2000
+    max_rss_mb: int = 3000
+    command: str = ""
+    progress: bool | None = None  # None: only on a terminal
+
+
+@dataclass
+class WorkerState:
+    id: int
+    process: mp.process.BaseProcess | None = None
+    examples: int = 0  # over every incarnation of this worker
+    examples_now: int = 0  # of the running incarnation
+    peak_rss_mb: float = 0.0
+    restarts: int = 0
+    crashes: int = 0
+    last_beat: float = field(default_factory=time.monotonic)
+    hits_unshrunk: Counter = field(default_factory=Counter)
+
+
+# ---------------------------------------------------------------------------- worker
+
+
+class ExampleTimeout(Exception):
+    """Raised by SIGALRM inside an example that ran past its time limit."""
+
+
+def _on_alarm(signum, frame):
+    raise ExampleTimeout()
+
+
+def _rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def worker_main(cfg: FuzzConfig, wid: int, incarnation: int, messages, stop, start: float) -> None:
+    """One worker process: fuzz in chunks until the deadline, stop, or recycling."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when to stop
+    signal.signal(signal.SIGALRM, _on_alarm)
+    from hypothesis import HealthCheck, Phase, event, given, seed, settings
+    from hypothesis.database import DirectoryBasedExampleDatabase
+
+    from conformance import known_issues
+    from conformance.backends import get
+    from conformance.check import Result, raise_for, run_example
+    from conformance.oracles.mismatch import Mismatch, class_key, exception_class
+    from conformance.outcome import SideOutcome
+    from conformance.program import constructs
+    from conformance.report.records import record_of, save
+    from conformance.serialize import encode
+    from conformance.suite import examples, finding_of, split_failures
+
+    backend = get(cfg.backend)
+    backend.spec = cfg.backend
+    issues = known_issues.load()
+    folder = Path(cfg.report_dir) / "findings" / f"w{wid}"
+    folder.mkdir(parents=True, exist_ok=True)
+    current = folder / "current.json"
+    db = DirectoryBasedExampleDatabase(str(cfg.db)) if cfg.db else None
+    deadline = start + cfg.seconds
+    shrunk: Counter = Counter()
+    raw_saved: set[str] = set()
+    n = 0
+    last_beat = 0.0
+
+    def beat(force=False):
+        nonlocal last_beat
+        now = time.monotonic()
+        if force or now - last_beat > 1.0:
+            last_beat = now
+            messages.put(("beat", wid, n, _rss_mb()))
+
+    def over() -> bool:
+        return stop.is_set() or time.time() >= deadline or (cfg.max_examples is not None and n >= cfg.max_examples) \
+            or n >= cfg.recycle_after or _rss_mb() > cfg.max_rss_mb
+
+    def prop(example):
+        nonlocal n
+        if over():
+            return
+        program, schedule = example
+        n += 1
+        beat()
+        write_atomic(current, json.dumps({"program": encode(program), "schedule": encode(schedule)}))
+        signal.setitimer(signal.ITIMER_REAL, cfg.example_timeout)
+        try:
+            result = run_example(program, backend, schedule)
+        except ExampleTimeout:
+            result = Result(program, schedule, "", SideOutcome("eager"), SideOutcome(backend.name),
+                            [Mismatch("hang", "example timed out", "the whole example", "returned",
+                                      f"still running after {cfg.example_timeout:g} s")])
+            from conformance.program import render
+
+            result.source = render(program)
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+        if not result.mismatches:
+            return
+        key = class_key(result.mismatches[0])
+        event(key)
+        if shrunk[key] >= cfg.shrinks_per_class:
+            messages.put(("unshrunk", wid, key))
+            return
+        if key not in raw_saved:  # nothing found is lost, even if shrinking never ends
+            raw_saved.add(key)
+            exc = exception_class(result.mismatches[0])(result.mismatches)
+            exc.result = result
+            rec = record_of(finding_of(exc, backend.name, issues), backend, examples=n,
+                            seconds=time.time() - start, command=cfg.command, seed=cfg.seed)
+            rec.update(shrunk=False, **{"class": key})
+            write_atomic(folder / "raw" / f"{abs(hash(key))}.json", json.dumps(rec))
+        for c in sorted(constructs(program)):
+            event(c)
+        raise_for(result)
+
+    prop._hypothesis_internal_add_digest = f"fuzz:{backend.name}".encode()
+    chunk = 0
+    while not over():
+        phases = [Phase.explicit, Phase.reuse, Phase.generate, Phase.target, Phase.shrink]
+        if chunk > 0 or incarnation > 0:
+            phases.remove(Phase.reuse)  # replaying the database once per worker is enough
+        s = settings(max_examples=cfg.chunk, database=db, phases=phases, deadline=None,
+                     derandomize=False, report_multiple_bugs=True, print_blob=False,
+                     suppress_health_check=list(HealthCheck))
+        test = settings(s)(given(examples())(prop))
+        if cfg.seed is not None:
+            test = seed(cfg.seed * 1_000_003 + wid * 10_007 + incarnation * 101 + chunk)(test)
+        first_n, t0 = n, time.time()
+        try:
+            test()
+            failures = []
+        except BaseException as exc:  # noqa: BLE001 - split_failures re-raises harness bugs
+            failures = split_failures(exc)
+        for f in failures:
+            finding = finding_of(f, backend.name, issues)
+            key = class_key(f.mismatches[0])
+            shrunk[key] += 1
+            rec = record_of(finding, backend, examples=first_n, seconds=t0 - start, command=cfg.command,
+                            seed=cfg.seed)
+            rec.update(shrunk=True, **{"class": key})
+            save(rec, folder, "w")
+            (folder / "raw" / f"{abs(hash(key))}.json").unlink(missing_ok=True)
+            messages.put(("finding", wid, finding.signature, finding.known.id if finding.known else None))
+        chunk += 1
+        beat(force=True)
+    current.unlink(missing_ok=True)
+    messages.put(("exit", wid, n, _rss_mb(), "recycle" if not stop.is_set() and time.time() < deadline
+                  and (cfg.max_examples is None or n < cfg.max_examples) else "done"))
+
+
+# ---------------------------------------------------------------------------- parent
+
+
+def _crash_record(cfg: FuzzConfig, wid: int, why: str, signature_kind: str, seconds: float, examples: int) -> dict:
+    """A record for the example a dead or stuck worker was running."""
+    from conformance.program import constructs, count_statements, render, render_body
+    from conformance.serialize import decode
+
+    path = Path(cfg.report_dir) / "findings" / f"w{wid}" / "current.json"
+    try:
+        data = json.loads(path.read_text())
+        program, schedule = decode(data["program"]), decode(data["schedule"])
+    except (OSError, ValueError, KeyError):
+        program = schedule = None
+    used = " ".join(sorted(constructs(program))) if program else "unknown program"
+    modes = ",".join(c.ambient for c in schedule) if schedule else ""
+    oracle = signature_kind.split(".")[0]
+    return {
+        "signature": f"{signature_kind} @ {used} | {modes}", "oracle": oracle, "aspect": signature_kind.split(".", 1)[1],
+        "known": None, "known_title": None, "summary": f"[{signature_kind}] {why}",
+        "mismatches": [{"oracle": oracle, "aspect": signature_kind.split(".", 1)[1], "where": "worker process",
+                        "eager": "returned", "backend": why, "call": None, "ambient": None, "line": why}],
+        "statements": count_statements(program) if program else 0,
+        "body": render_body(program) if program else "(the example could not be recovered)",
+        "source": render(program) if program else "", "program": data["program"] if program else None,
+        "schedule": data["schedule"] if program else None, "backend": cfg.backend, "backend_spec": cfg.backend,
+        "versions": {}, "hits": 1, "found_after_examples": examples, "found_after_seconds": seconds,
+        "seed": cfg.seed, "command": cfg.command, "traces": None, "shrunk": False, "class": signature_kind,
+    }
+
+
+def _baseline_status(records: list[dict], baseline: dict | None) -> list[dict]:
+    """Triage against the previous night: new, known, still there; and the fixed ones."""
+    before = {m["signature"]: m for m in (baseline or {}).get("mismatches", [])}
+    for r in records:
+        if r["signature"] in before:
+            r["status"] = "still there"
+        else:
+            r["status"] = "known" if r.get("known") else "new"
+    return records
+
+
+def load_baseline(path: Path | None) -> dict | None:
+    if path is None:
+        return None
+    try:
+        data = json.loads(Path(path).read_text())
+    except (OSError, json.JSONDecodeError) as exc:
+        raise ValueError(f"baseline {path} is not a readable summary.json ({exc})") from None
+    if not isinstance(data, dict) or not isinstance(data.get("mismatches"), list):
+        raise ValueError(f"baseline {path} is not a gradmode-conformance summary.json (no 'mismatches' list)")
+    return data
+
+
+def run_fuzz(cfg: FuzzConfig, out=sys.stdout) -> int:
+    from conformance.report.write import write_run
+
+    baseline = load_baseline(cfg.baseline)
+    folder = Path(cfg.report_dir)
+    findings = folder / "findings"
+    import shutil
+
+    shutil.rmtree(findings, ignore_errors=True)
+    findings.mkdir(parents=True, exist_ok=True)
+    ctx = mp.get_context("spawn")  # a fresh interpreter per worker: no state shared through fork
+    messages = ctx.Queue()
+    stop = ctx.Event()
+    start = time.time()
+    deadline = start + cfg.seconds
+    workers = [WorkerState(i) for i in range(cfg.workers)]
+    signatures: dict[str, str | None] = {}
+    crash_records: list[dict] = []
+    unshrunk: Counter = Counter()
+    progress = cfg.progress if cfg.progress is not None else out.isatty()
+    # A worker's budget of examples is its share of --max-examples.
+    share = None if cfg.max_examples is None else max(1, cfg.max_examples // cfg.workers)
+
+    def launch(w: WorkerState):
+        wcfg = FuzzConfig(**{**asdict(cfg), "max_examples": None if share is None else max(0, share - w.examples)})
+        w.process = ctx.Process(target=worker_main, args=(wcfg, w.id, w.restarts, messages, stop, start),
+                                name=f"conformance-fuzz-{w.id}", daemon=True)
+        w.process.start()
+        w.examples_now = 0
+        w.last_beat = time.monotonic()
+
+    def drain(timeout=0.2):
+        try:
+            msg = messages.get(timeout=timeout)
+        except queue_mod.Empty:
+            return
+        while True:
+            kind, wid = msg[0], msg[1]
+            w = workers[wid]
+            w.last_beat = time.monotonic()
+            if kind in ("beat", "exit"):
+                w.examples += msg[2] - w.examples_now
+                w.examples_now = msg[2]
+                w.peak_rss_mb = max(w.peak_rss_mb, msg[3])
+                if kind == "exit":
+                    w.finished = msg[4]
+            elif kind == "finding":
+                signatures[msg[2]] = msg[3]
+            elif kind == "unshrunk":
+                unshrunk[msg[2]] += 1
+            try:
+                msg = messages.get_nowait()
+            except queue_mod.Empty:
+                return
+
+    def total() -> int:
+        return sum(w.examples for w in workers)
+
+    def show():
+        if progress:
+            left = max(0, deadline - time.time())
+            rate = total() / max(1e-9, time.time() - start)
+            out.write(f"\r{total()} examples, {rate:.1f}/s, {len(signatures)} signatures "
+                      f"({sum(1 for k in signatures.values() if k is None)} new), {left:.0f} s left   ")
+            out.flush()
+
+    interrupted = False
+    for w in workers:
+        launch(w)
+    try:
+        while any(w.process is not None for w in workers):
+            drain()
+            show()
+            now = time.time()
+            for w in workers:
+                p = w.process
+                if p is None:
+                    continue
+                stuck = time.monotonic() - w.last_beat > cfg.example_timeout * 2 + 30
+                if p.is_alive() and not stuck:
+                    continue
+                if p.is_alive():  # stuck where SIGALRM cannot reach: kill, report as a hang
+                    p.kill()
+                    p.join()
+                    crash_records.append(_crash_record(cfg, w.id, "no progress; worker killed",
+                                                       HANG_SIGNATURE, now - start, total()))
+                else:
+                    p.join()
+                    drain(0.05)
+                    finished = getattr(w, "finished", None)
+                    if p.exitcode != 0 and finished is None:
+                        w.crashes += 1
+                        why = f"worker died with exit code {p.exitcode}" + (
+                            f" (signal {-p.exitcode})" if p.exitcode < 0 else "")
+                        crash_records.append(_crash_record(cfg, w.id, why, CRASH_SIGNATURE, now - start, total()))
+                w.process = None
+                done = getattr(w, "finished", None) == "done"
+                w.finished = None
+                budget_left = share is None or w.examples < share
+                if not done and not stop.is_set() and now < deadline and budget_left:
+                    w.restarts += 1
+                    launch(w)
+            if now >= deadline + min(30.0, max(5.0, cfg.seconds * 0.1)):
+                break  # shrinking in flight past the grace period: its raw record is saved
+            if now >= deadline:
+                stop.set()
+    except KeyboardInterrupt:
+        interrupted = True
+        stop.set()
+        t_end = time.time() + 3
+        while time.time() < t_end and any(w.process is not None and w.process.is_alive() for w in workers):
+            drain(0.1)
+    finally:
+        stop.set()
+        for w in workers:
+            if w.process is not None and w.process.is_alive():
+                w.process.terminate()
+                w.process.join(1)
+                if w.process.is_alive():
+                    w.process.kill()
+        drain(0.05)
+    if progress:
+        out.write("\n")
+    seconds = time.time() - start
+    records = merge_findings(findings) + crash_records
+    for r in records:
+        r["unshrunk_hits"] = unshrunk.get(r.get("class", ""), 0)
+    records = _baseline_status(records, baseline)
+    from conformance import __version__
+    from conformance.backends import get
+
+    try:
+        versions = {"python": sys.version.split()[0], "gradmode-conformance": __version__, **get(cfg.backend).versions()}
+    except Exception:
+        versions = {}
+    fixed = []
+    if baseline is not None:
+        now_sigs = {r["signature"] for r in records}
+        fixed = [m["signature"] for m in baseline["mismatches"] if m["signature"] not in now_sigs]
+    extra = {"workers": [{"id": w.id, "examples": w.examples, "peak_rss_mb": round(w.peak_rss_mb, 1),
+                          "restarts": w.restarts, "crashes": w.crashes} for w in workers],
+             "fixed_since_baseline": fixed, "interrupted": interrupted,
+             "unshrunk_hits": dict(unshrunk)}
+    index = write_run(folder, backend_name=cfg.backend, seed=cfg.seed, command=cfg.command, examples=total(),
+                      seconds=round(seconds, 1), versions=versions, records=records, extra=extra)
+    print_table(records, fixed, total(), seconds, index, out)
+    new = [r for r in records if r["status"] == "new"]
+    return 1 if new else 0
+
+
+def merge_findings(findings: Path) -> list[dict]:
+    """Shrunk records, plus raw ones whose class never finished shrinking."""
+    shrunk = [r for r in merge(findings) if r.get("shrunk", True)]
+    raws = [r for r in merge(findings) if not r.get("shrunk", True)]
+    classes = {r.get("class") for r in shrunk}
+    return shrunk + [r for r in raws if r.get("class") not in classes]
+
+
+def print_table(records: list[dict], fixed: list[str], examples: int, seconds: float, index: Path, out) -> None:
+    out.write(f"{examples} examples in {seconds:.0f} s; {len(records)} signature(s)\n")
+    for r in records:
+        out.write(f"  {r['status']:<12} {r['statements']:>2} stmts  {r['signature']}\n")
+    for sig in fixed:
+        out.write(f"  {'fixed':<12}          {sig}\n")
+    out.write(f"report: {index}\n")

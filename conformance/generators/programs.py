@@ -1,0 +1,48 @@
+"""The program strategy: inputs, an optional nn.Module, a body, returns and a seed."""
+
+from __future__ import annotations
+
+from hypothesis import strategies as st
+
+from conformance.generators.inputs import devices, parameters, tensor_inputs
+from conformance.generators.scope import Names, Scope
+from conformance.generators.statements import STATEMENT_KINDS, blocks
+from conformance.ops import Meta
+from conformance.program import GRAD_ENABLED, REGION_KINDS, Program
+
+INPUT_NAMES = "abcd"
+
+
+@st.composite
+def programs(
+    draw,
+    regions: tuple[str, ...] = REGION_KINDS,
+    statements: tuple[str, ...] = STATEMENT_KINDS,
+    modules: bool | str = True,
+    max_depth: int = 3,
+    max_statements: int = 4,
+    device: str | None = None,
+) -> Program:
+    """Well-typed programs using the given region kinds and statement kinds.
+
+    modules: False (plain functions), True (sometimes an nn.Module) or "always".
+    device: the device of creations and parameters; inputs draw theirs (mixed when CUDA exists).
+    """
+    device = device or draw(devices(), label="device")
+    n_inputs = draw(st.integers(1, 3), label="inputs")
+    inputs = tuple(draw(tensor_inputs(INPUT_NAMES[i]), label=f"input.{INPUT_NAMES[i]}") for i in range(n_inputs))
+    params = ()
+    if modules == "always" or (modules and draw(st.booleans(), label="module")):
+        params = tuple(draw(parameters(f"w{i}", device)) for i in range(draw(st.integers(1, 2), label="parameters")))
+    env = {i.name: Meta(i.shape, i.dtype, i.device) for i in inputs}
+    env.update({f"self.{p.name}": Meta(p.shape, p.dtype, p.device) for p in params})
+    scope = Scope(env, Names(), [], device)
+    body = draw(blocks(scope, max_depth, regions, statements, max_size=max_statements))
+    names = scope.variables()
+    n_returns = draw(st.integers(1, min(3, len(names))), label="returns")
+    # Later variables first: the result of the last statement is the natural return value.
+    returns = tuple(draw(st.sampled_from(names[::-1]), label=f"return{i}") for i in range(n_returns))
+    if draw(st.booleans(), label="return_is_grad_enabled"):
+        returns += (GRAD_ENABLED,)
+    seed = draw(st.integers(0, 2**16), label="seed")
+    return Program(inputs, body, tuple(dict.fromkeys(returns)), tuple(scope.helpers), params, seed)

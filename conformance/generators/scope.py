@@ -1,0 +1,55 @@
+"""What a generator knows while it draws one body: the variables in scope and their Metas.
+
+Python has no block scope, so a variable assigned inside `with` stays visible after it;
+only the branches of an `if` and helper bodies get scopes of their own.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from conformance.ops import Meta
+from conformance.program import Helper
+
+
+@dataclass
+class Names:
+    """Fresh-name counters shared by every scope of one program."""
+
+    temps: int = 0
+    helpers: int = 0
+
+    def temp(self) -> str:
+        self.temps += 1
+        return f"t{self.temps - 1}"
+
+    def helper(self) -> str:
+        self.helpers += 1
+        return f"helper{self.helpers - 1}"
+
+
+@dataclass
+class Scope:
+    env: dict[str, Meta]
+    names: Names
+    helpers: list[Helper]
+    device: str = "cpu"
+    # Helpers are defined at module level; a helper body calls no other helper.
+    in_helper: bool = False
+    labels: set[str] = field(default_factory=set)
+
+    def child(self) -> "Scope":
+        return Scope(dict(self.env), self.names, self.helpers, self.device, self.in_helper, self.labels)
+
+    def variables(self) -> list[str]:
+        return sorted(self.env, key=_name_order)
+
+
+def _name_order(name: str) -> tuple[int, str]:
+    # Inputs (a, b, ...) before parameters before temporaries, temporaries by number,
+    # so that shrinking towards index 0 means towards the inputs.
+    if name.startswith("self."):
+        return (1, name)
+    if name[0] in "tph" and name[1:].isdigit():
+        return (2, f"{int(name[1:]):06d}")
+    return (0, name)

@@ -1,0 +1,165 @@
+"""Strategies for statements: op calls, creations, grad-mode regions, plain grad-mode
+calls, in-place updates, requires_grad_, is_grad_enabled branches and decorated helpers.
+
+Every strategy takes the Scope it draws in, so programs are well typed by construction:
+an op is only drawn with arguments eager accepts (checked on meta tensors by ops.infer).
+"""
+
+from __future__ import annotations
+
+from hypothesis import strategies as st
+
+from conformance.generators.inputs import shapes
+from conformance.generators.scope import Scope
+from conformance.ops import CREATION, INPLACE, OPS, UNARY, Meta, infer, inplace_applies
+from conformance.program import (
+    HELPER_DECORATORS,
+    REGION_KINDS,
+    SET_GRAD_APIS,
+    Assign,
+    Call,
+    Create,
+    GradRegion,
+    Helper,
+    HelperCall,
+    IfGradEnabled,
+    InPlace,
+    RequiresGrad,
+    SetGradMode,
+)
+
+# Simplest first: Hypothesis shrinks a sampled_from towards its first element.
+# Nested blocks stay short: every statement costs compile time in each shrink step, and
+# the discrepancies found so far need at most two statements per block.
+NESTED_MAX = 2
+STATEMENT_KINDS = ("op", "create", "region", "set_grad", "inplace", "requires_grad_", "if", "helper")
+OP_NAMES = tuple(OPS)
+
+
+def _candidates(op: str, scope: Scope) -> list[tuple[str, ...]]:
+    names = scope.variables()
+    if OPS[op].arity == 1:
+        return [(v,) for v in names if infer(op, (scope.env[v],))]
+    return [(v, w) for v in names for w in names if infer(op, (scope.env[v], scope.env[w]))]
+
+
+@st.composite
+def op_calls(draw, scope: Scope) -> Assign:
+    op = draw(st.sampled_from(OP_NAMES), label="op")
+    candidates = _candidates(op, scope)
+    if not candidates:  # e.g. matmul with no compatible pair: `x * 2` applies to anything
+        op, candidates = "mul_scalar", [(v,) for v in scope.variables()]
+    args = draw(st.sampled_from(candidates), label=f"{op}.args")
+    target = scope.names.temp()
+    scope.env[target] = infer(op, tuple(scope.env[a] for a in args))
+    return Assign(target, Call(op, args))
+
+
+@st.composite
+def creations(draw, scope: Scope) -> Assign:
+    op = draw(st.sampled_from(CREATION), label="creation")
+    shape = draw(shapes(max_dims=1 if op == "arange" else 3), label="creation.shape")
+    if op == "arange" and not shape:
+        shape = (1,)
+    value = Create(op, shape, scope.device, draw(st.booleans(), label="creation.requires_grad"))
+    target = scope.names.temp()
+    scope.env[target] = Meta(shape, "float32", scope.device)
+    return Assign(target, value)
+
+
+@st.composite
+def regions(draw, scope: Scope, depth: int, kinds: tuple[str, ...], allowed: tuple[str, ...]) -> GradRegion:
+    kind = draw(st.sampled_from(kinds), label="region")
+    enabled = kind == "set_grad_enabled" and draw(st.booleans(), label="set_grad_enabled.mode")
+    body = draw(blocks(scope, depth - 1, kinds, allowed, max_size=NESTED_MAX))
+    return GradRegion(kind, body, enabled)
+
+
+def set_grad_modes() -> st.SearchStrategy[SetGradMode]:
+    return st.builds(SetGradMode, st.sampled_from(SET_GRAD_APIS), st.booleans())
+
+
+@st.composite
+def inplace_updates(draw, scope: Scope) -> InPlace | None:
+    method = draw(st.sampled_from(INPLACE), label="inplace")
+    names = scope.variables()
+    pairs = [(t, a) for t in names for a in names if inplace_applies(method, scope.env[t], scope.env[a])]
+    if not pairs:
+        return None
+    target, arg = draw(st.sampled_from(pairs), label=f"{method}.args")
+    return InPlace(target, method, arg)
+
+
+@st.composite
+def requires_grads(draw, scope: Scope) -> RequiresGrad | None:
+    floats = [v for v in scope.variables() if scope.env[v].is_float]
+    if not floats:
+        return None
+    return RequiresGrad(draw(st.sampled_from(floats), label="requires_grad_.target"))
+
+
+@st.composite
+def branches(draw, scope: Scope, depth: int, kinds, allowed) -> IfGradEnabled:
+    # Both branches end with `target = <op>(v)` on one outer variable, with the same
+    # result Meta, so the code after the `if` is well typed whichever branch ran.
+    source = draw(st.sampled_from(scope.variables()), label="if.source")
+    meta = scope.env[source]
+    results = {name: infer(name, (meta,)) for name, _ in UNARY}
+    first = draw(st.sampled_from([n for n, m in results.items() if m is not None]), label="if.then_op")
+    second = draw(st.sampled_from([n for n, m in results.items() if m == results[first]]), label="if.else_op")
+    target = scope.names.temp()
+    then = draw(blocks(scope.child(), depth - 1, kinds, allowed, max_size=2))
+    orelse = draw(blocks(scope.child(), depth - 1, kinds, allowed, max_size=2))
+    scope.env[target] = results[first]
+    return IfGradEnabled(
+        then + (Assign(target, Call(first, (source,))),),
+        orelse + (Assign(target, Call(second, (source,))),),
+    )
+
+
+@st.composite
+def helper_calls(draw, scope: Scope, depth: int, kinds, allowed) -> Assign:
+    names = scope.variables()
+    n_args = draw(st.integers(1, min(2, len(names))), label="helper.arity")
+    args = tuple(draw(st.sampled_from(names), label=f"helper.arg{i}") for i in range(n_args))
+    params = tuple(f"p{i}" for i in range(n_args))
+    inner = Scope({p: scope.env[a] for p, a in zip(params, args)}, scope.names, scope.helpers, scope.device, True)
+    body = draw(blocks(inner, depth - 1, kinds, allowed, max_size=NESTED_MAX))
+    result = draw(st.sampled_from(inner.variables()), label="helper.result")
+    helper = Helper(scope.names.helper(), draw(st.sampled_from(HELPER_DECORATORS), label="helper.decorator"),
+                    params, body, result)
+    scope.helpers.append(helper)
+    target = scope.names.temp()
+    scope.env[target] = inner.env[result]
+    return Assign(target, HelperCall(helper.name, args))
+
+
+@st.composite
+def statements(draw, scope: Scope, depth: int, kinds: tuple[str, ...], allowed: tuple[str, ...]):
+    kind = draw(st.sampled_from(allowed), label="statement")
+    nested = depth > 0
+    if kind == "create":
+        return draw(creations(scope))
+    if kind == "region" and nested and kinds:
+        return draw(regions(scope, depth, kinds, allowed))
+    if kind == "set_grad":
+        return draw(set_grad_modes(), label="set_grad")
+    if kind == "inplace":
+        stmt = draw(inplace_updates(scope))
+        if stmt is not None:
+            return stmt
+    if kind == "requires_grad_":
+        stmt = draw(requires_grads(scope))
+        if stmt is not None:
+            return stmt
+    if kind == "if" and nested:
+        return draw(branches(scope, depth, kinds, allowed))
+    if kind == "helper" and nested and not scope.in_helper:
+        return draw(helper_calls(scope, depth, kinds, allowed))
+    return draw(op_calls(scope))
+
+
+@st.composite
+def blocks(draw, scope: Scope, depth: int, kinds, allowed, max_size: int = 4, min_size: int = 1):
+    n = draw(st.integers(min_size, max_size), label="block.size")
+    return tuple(draw(statements(scope, depth, kinds, allowed)) for _ in range(n))

@@ -1,0 +1,114 @@
+"""The one place that touches torch's global grad state.
+
+Everything else in the harness enters an ambient mode with `ambient(...)`, and gets
+grad mode and inference mode back as they were, whatever the program did (left grad
+disabled on return, raised inside a region) or the backend did (thunder writes its
+final grad mode back into PyTorch after each call).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass
+from typing import Iterator
+
+import torch
+
+# The ambient modes a compiled function is called under, simplest first.
+AMBIENT_MODES = (
+    "grad",  # the default: grad enabled
+    "no_grad",  # with torch.no_grad(): f(x)
+    "enable_grad_in_no_grad",  # with torch.no_grad(): with torch.enable_grad(): f(x)
+    "set_grad_enabled_false",  # torch.set_grad_enabled(False); f(x)
+    "inference_mode",  # with torch.inference_mode(): f(x)
+)
+
+# How a person would write each ambient mode, for repros.
+AMBIENT_SOURCE = {
+    "grad": None,
+    "no_grad": "with torch.no_grad():",
+    "enable_grad_in_no_grad": "with torch.no_grad(), torch.enable_grad():",
+    "set_grad_enabled_false": "torch.set_grad_enabled(False)",
+    "inference_mode": "with torch.inference_mode():",
+}
+
+
+@dataclass(frozen=True)
+class GradState:
+    grad_enabled: bool
+    inference_mode: bool
+
+
+def current() -> GradState:
+    return GradState(torch.is_grad_enabled(), torch.is_inference_mode_enabled())
+
+
+@contextlib.contextmanager
+def preserved() -> Iterator[None]:
+    """Restore grad mode on exit. Inference mode needs no restoring: it is only ever
+    entered by `with`, whose exit runs even when the body raises."""
+    before = torch.is_grad_enabled()
+    try:
+        yield
+    finally:
+        torch._C._set_grad_enabled(before)
+
+
+@contextlib.contextmanager
+def ambient(mode: str) -> Iterator[None]:
+    """Run the block under one of AMBIENT_MODES, and restore the state afterwards."""
+    if mode not in AMBIENT_MODES:
+        raise ValueError(f"unknown ambient grad mode {mode!r}; expected one of {AMBIENT_MODES}")
+    with preserved():
+        if mode == "grad":
+            with torch.enable_grad():
+                yield
+        elif mode == "no_grad":
+            with torch.no_grad():
+                yield
+        elif mode == "enable_grad_in_no_grad":
+            with torch.no_grad(), torch.enable_grad():
+                yield
+        elif mode == "set_grad_enabled_false":
+            torch.set_grad_enabled(False)
+            yield
+        else:
+            with torch.inference_mode():
+                yield
+
+
+@contextlib.contextmanager
+def clean() -> Iterator[None]:
+    """Grad enabled, inference mode off: the state for backward and for set-up."""
+    with preserved(), torch.enable_grad():
+        yield
+
+
+@contextlib.contextmanager
+def recording_set_grad_enabled(log: list[bool]) -> Iterator[None]:
+    """Record every torch._C._set_grad_enabled call made by eager code in the block.
+
+    The sequence is what thunder's first trace must show as marker symbols. Only used
+    around the eager side: thunder looks the function up itself while tracing.
+    """
+    original = torch._C._set_grad_enabled
+
+    def record(enabled: bool) -> None:
+        log.append(bool(enabled))
+        original(enabled)
+
+    torch._C._set_grad_enabled = record
+    try:
+        yield
+    finally:
+        torch._C._set_grad_enabled = original
+
+
+# Whether torch.is_grad_enabled() is true under each ambient mode (inference mode disables grad).
+AMBIENT_GRAD_ENABLED = {
+    "grad": True,
+    "no_grad": False,
+    "enable_grad_in_no_grad": True,
+    "set_grad_enabled_false": False,
+    "inference_mode": False,
+}

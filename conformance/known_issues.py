@@ -1,0 +1,74 @@
+"""Known discrepancies of the reference stack, read from known_issues.toml.
+
+A mismatch whose signature matches a known issue keeps the suite green and is reported
+as known; any other fails the suite. Each issue carries its minimal program, which the
+suite re-runs so that an issue that no longer reproduces is reported, not silently kept.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+from conformance import serialize
+from conformance.generators.schedules import CallSpec, Schedule
+from conformance.program import Program
+from conformance.report.signatures import matches
+
+PATH = Path(__file__).with_name("known_issues.toml")
+
+
+class BadKnownIssues(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class KnownIssue:
+    id: str
+    title: str
+    backends: tuple[str, ...]  # fnmatch patterns of backend names
+    signatures: tuple[str, ...]  # fnmatch patterns of signatures
+    program: Program
+    schedule: Schedule
+    oracle: str
+    notes: str = ""
+    upstream: str = ""
+
+    def applies_to(self, backend_name: str) -> bool:
+        return any(fnmatch.fnmatchcase(backend_name, p) for p in self.backends)
+
+
+def load(path: Path = PATH) -> list[KnownIssue]:
+    try:
+        data = tomllib.loads(path.read_text())
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise BadKnownIssues(f"cannot read {path}: {exc}") from None
+    issues = []
+    for i, entry in enumerate(data.get("issue", [])):
+        try:
+            issues.append(KnownIssue(
+                id=entry["id"],
+                title=entry["title"],
+                backends=tuple(entry.get("backends", ["thunder*"])),
+                signatures=tuple(entry["signatures"]),
+                program=serialize.loads(entry["program"]),
+                schedule=tuple(CallSpec(ambient=a, values_seed=k) for k, a in enumerate(entry.get("calls", ["grad"]))),
+                oracle=entry["oracle"],
+                notes=entry.get("notes", ""),
+                upstream=entry.get("upstream", ""),
+            ))
+        except (KeyError, serialize.BadProgram) as exc:
+            raise BadKnownIssues(f"{path}: issue #{i + 1} is malformed: {exc}") from None
+    ids = [k.id for k in issues]
+    if len(set(ids)) != len(ids):
+        raise BadKnownIssues(f"{path}: duplicate issue ids")
+    return issues
+
+
+def classify(sig: str, backend_name: str, issues: list[KnownIssue]) -> KnownIssue | None:
+    for issue in issues:
+        if issue.applies_to(backend_name) and matches(sig, list(issue.signatures)):
+            return issue
+    return None

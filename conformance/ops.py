@@ -1,0 +1,143 @@
+"""The catalogue of tensor operations a generated program may use.
+
+Each op is a source template: the text a person would write. The same template is
+evaluated on meta tensors to learn whether an op applies to given arguments and what
+it returns, so the catalogue needs no hand-written shape or dtype rules.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+
+import torch
+
+# Arguments are named {0}, {1}. Order matters: Hypothesis shrinks towards the first ops,
+# so the simplest, most robust ones come first.
+UNARY = (
+    ("mul_scalar", "{0} * 2"),
+    ("add_scalar", "{0} + 1"),
+    ("sin", "torch.sin({0})"),
+    ("cos", "torch.cos({0})"),
+    ("neg", "-{0}"),
+    ("abs", "torch.abs({0})"),
+    ("exp", "torch.exp({0})"),
+    ("tanh", "torch.tanh({0})"),
+    ("sigmoid", "torch.sigmoid({0})"),
+    ("relu", "torch.relu({0})"),
+    ("square", "torch.square({0})"),
+    ("pow", "{0}.pow(2)"),
+    ("cube", "{0} ** 3"),
+    ("log1p_abs", "torch.log1p(torch.abs({0}))"),
+    ("sqrt_abs", "torch.sqrt(torch.abs({0}) + 1)"),
+    ("erf", "torch.erf({0})"),
+    ("clamp", "torch.clamp({0}, -0.5, 0.5)"),
+    ("sum", "{0}.sum()"),
+    ("mean", "{0}.mean()"),
+    ("sum_last", "{0}.sum(-1)"),
+    ("softmax", "torch.softmax({0}, -1)"),
+    ("cumsum", "{0}.cumsum(0)"),
+    ("reshape", "{0}.reshape(-1)"),
+    ("transpose", "{0}.transpose(0, 1)"),
+    ("slice", "{0}[:1]"),
+    ("unsqueeze", "{0}.unsqueeze(0)"),
+    ("flip", "{0}.flip(0)"),
+    ("clone", "{0}.clone()"),
+    ("to_float", "{0}.float()"),
+    ("to_double", "{0}.double()"),
+    ("detach", "{0}.detach()"),
+)
+BINARY = (
+    ("add", "{0} + {1}"),
+    ("mul", "{0} * {1}"),
+    ("sub", "{0} - {1}"),
+    ("div", "{0} / ({1} * {1} + 1)"),
+    ("maximum", "torch.maximum({0}, {1})"),
+    ("minimum", "torch.minimum({0}, {1})"),
+    ("where", "torch.where({0} > 0, {0}, {1})"),
+    ("matmul", "{0} @ {1}"),
+    ("atan2", "torch.atan2({0}, {1})"),
+    ("hypot", "torch.hypot({0}, {1})"),
+)
+# In-place methods: `target.<method>(arg)`; the target keeps its shape and dtype.
+INPLACE = ("add_", "mul_", "sub_", "copy_")
+CREATION = ("ones", "zeros", "full", "arange")
+
+
+@dataclass(frozen=True)
+class Op:
+    name: str
+    template: str
+    arity: int
+
+    def render(self, *args: str) -> str:
+        return self.template.format(*args)
+
+
+OPS: dict[str, Op] = {name: Op(name, t, 1) for name, t in UNARY}
+OPS.update({name: Op(name, t, 2) for name, t in BINARY})
+
+
+@dataclass(frozen=True)
+class Meta:
+    """What the generator knows of a value: enough to type-check the next op."""
+
+    shape: tuple[int, ...]
+    dtype: str  # torch dtype name without the "torch." prefix
+    device: str
+
+    @property
+    def is_float(self) -> bool:
+        return getattr(torch, self.dtype).is_floating_point
+
+
+def _meta_tensor(m: Meta) -> torch.Tensor:
+    return torch.empty(m.shape, dtype=getattr(torch, m.dtype), device="meta")
+
+
+def _devices_compatible(metas: tuple[Meta, ...]) -> bool:
+    # Eager mixes devices only when the odd one out is a 0-d CPU tensor.
+    devices = {m.device for m in metas if not (m.device == "cpu" and m.shape == ())}
+    return len(devices) <= 1
+
+
+def _result_device(metas: tuple[Meta, ...]) -> str:
+    non_scalar_cpu = [m.device for m in metas if not (m.device == "cpu" and m.shape == ())]
+    return non_scalar_cpu[0] if non_scalar_cpu else metas[0].device
+
+
+@functools.lru_cache(maxsize=None)
+def _compiled(source: str):
+    return compile(source, "<op>", "eval")
+
+
+@functools.lru_cache(maxsize=65536)
+def infer(op_name: str, args: tuple[Meta, ...]) -> Meta | None:
+    """The Meta an op returns for these arguments, or None when eager would reject them."""
+    op = OPS[op_name]
+    if len(args) != op.arity or not _devices_compatible(args):
+        return None
+    names = [f"_a{i}" for i in range(op.arity)]
+    env = {"torch": torch, **{n: _meta_tensor(m) for n, m in zip(names, args)}}
+    try:
+        out = eval(_compiled(op.render(*names)), env)  # noqa: S307 - our own templates
+    except Exception:
+        return None
+    if not isinstance(out, torch.Tensor) or out.numel() > 4096:
+        return None
+    return Meta(tuple(out.shape), str(out.dtype).removeprefix("torch."), _result_device(args))
+
+
+@functools.lru_cache(maxsize=65536)
+def inplace_applies(method: str, target: Meta, arg: Meta) -> bool:
+    """Whether `target.<method>(arg)` is valid in eager: same shape after, castable dtype."""
+    if not _devices_compatible((target, arg)):
+        return False
+    if target.device != arg.device and arg.shape != ():
+        return False
+    t = _meta_tensor(target)
+    try:
+        getattr(t, method)(_meta_tensor(arg))
+    except Exception:
+        return False
+    return tuple(t.shape) == target.shape

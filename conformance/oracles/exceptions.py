@@ -1,0 +1,41 @@
+"""Exceptions oracle: a call (or its backward) raises on one side and not on the other.
+
+When both sides raise, they agree: messages and types differ legitimately between eager
+and any compiler. A program on which eager itself raises is not a mismatch by itself.
+"""
+
+from __future__ import annotations
+
+from conformance.oracles.mismatch import Mismatch
+from conformance.outcome import SideOutcome
+
+
+def check(eager: SideOutcome, backend: SideOutcome) -> list[Mismatch]:
+    if eager.setup_error or backend.setup_error:
+        if bool(eager.setup_error) != bool(backend.setup_error):
+            e, b = eager.setup_error, backend.setup_error
+            return [Mismatch("exceptions", "backend raised" if b else "eager raised", "setup",
+                             e.line() if e else "ran", b.line() if b else "ran")]
+        return []
+    out = []
+    for i, (e, b) in enumerate(zip(eager.calls, backend.calls)):
+        ee, be = e.error, b.error
+        if ee is None and be is None:
+            continue
+        if ee is None or be is None:
+            stage = (be or ee).stage
+            aspect = f"backend raised during {stage}" if be else f"eager raised during {stage}"
+            out.append(Mismatch("exceptions", aspect, "call", ee.line() if ee else "no exception",
+                                be.line() if be else "no exception", i, e.spec.ambient))
+        elif ee.stage != be.stage:
+            out.append(Mismatch("exceptions", "raised at another stage", "call", ee.line(), be.line(),
+                                i, e.spec.ambient))
+    return out
+
+
+def comparable_calls(eager: SideOutcome, backend: SideOutcome):
+    """Pairs of calls the value oracles may compare: neither side raised during the call."""
+    if eager.setup_error or backend.setup_error:
+        return []
+    return [(i, e, b) for i, (e, b) in enumerate(zip(eager.calls, backend.calls))
+            if not (e.error and e.error.stage == "call") and not (b.error and b.error.stage == "call")]

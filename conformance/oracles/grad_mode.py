@@ -1,0 +1,22 @@
+"""Grad-mode oracle: the ambient grad mode and inference mode after each call equal
+eager's, also when the program leaves grad disabled on return or raises in a region."""
+
+from __future__ import annotations
+
+from conformance.oracles.mismatch import Mismatch
+from conformance.outcome import SideOutcome
+
+
+def check(eager: SideOutcome, backend: SideOutcome) -> list[Mismatch]:
+    out = []
+    for i, (e, b) in enumerate(zip(eager.calls, backend.calls)):
+        if e.state_after is None or b.state_after is None:
+            continue
+        if e.state_after.grad_enabled != b.state_after.grad_enabled:
+            out.append(Mismatch("grad_mode", "grad enabled after call", "torch.is_grad_enabled()",
+                                str(e.state_after.grad_enabled), str(b.state_after.grad_enabled), i, e.spec.ambient))
+        if e.state_after.inference_mode != b.state_after.inference_mode:
+            out.append(Mismatch("grad_mode", "inference mode after call", "torch.is_inference_mode_enabled()",
+                                str(e.state_after.inference_mode), str(b.state_after.inference_mode),
+                                i, e.spec.ambient))
+    return out

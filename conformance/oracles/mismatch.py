@@ -1,0 +1,78 @@
+"""A Mismatch (one difference a user could observe) and the exception classes that carry them.
+
+Each (oracle, aspect) pair raises its own exception class: Hypothesis tells bugs apart by
+exception type and raise site, so distinct classes keep distinct bugs from being merged
+into one during shrinking, and let `report_multiple_bugs` report them side by side.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+ORACLES = ("exceptions", "outputs", "flags", "gradients", "grad_mode", "recompiles", "traces")
+# Not comparisons but what the fuzzer reports when an example never returns or kills its worker.
+RUN_FAILURES = ("hang", "crash")
+
+
+@dataclass(frozen=True)
+class Mismatch:
+    oracle: str
+    aspect: str  # what differs, e.g. "requires_grad" or "missing gradient"
+    where: str  # the leaf: "return[0]", "a.grad", "grad mode after call"
+    eager: str
+    backend: str
+    call: int | None = None  # index in the call schedule
+    ambient: str | None = None  # the ambient grad mode of that call
+
+    @property
+    def kind(self) -> str:
+        return f"{self.oracle}.{self.aspect}"
+
+    def line(self) -> str:
+        at = f"call {self.call} ({self.ambient}): " if self.call is not None else ""
+        return f"[{self.kind}] {at}{self.where}: eager {self.eager}, backend {self.backend}"
+
+
+class ConformanceMismatch(AssertionError):
+    """Base of every mismatch exception; carries the mismatches and what produced them."""
+
+    oracle = "conformance"
+
+    def __init__(self, mismatches: list[Mismatch], report: str = ""):
+        self.mismatches = mismatches
+        super().__init__(report or "\n".join(m.line() for m in mismatches))
+
+
+_CLASSES: dict[str, type[ConformanceMismatch]] = {}
+
+
+def class_key(m: Mismatch) -> str:
+    """What tells two raw (unshrunk) failures apart before shrinking: oracle, aspect, the
+    ambient mode of the call that differed, and whether it was the first call (a later one
+    points at the cache). Shrinking keeps the key, so distinct keys stay distinct bugs."""
+    when = "first call" if m.call in (0, None) else "later call"
+    return f"{m.kind} [{m.ambient or 'any'}, {when}]"
+
+
+def exception_class(m: Mismatch) -> type[ConformanceMismatch]:
+    """One class per class_key, e.g. `FlagsMismatch_requires_grad__grad__first_call_`."""
+    key = class_key(m)
+    if key not in _CLASSES:
+        base = _oracle_base(m.oracle)
+        name = f"{base.__name__}_{''.join(c if c.isalnum() else '_' for c in key.split('.', 1)[1])}"
+        _CLASSES[key] = type(name, (base,), {"oracle": m.oracle, "__module__": __name__})
+    return _CLASSES[key]
+
+
+_BASES: dict[str, type[ConformanceMismatch]] = {}
+
+
+def _oracle_base(oracle: str) -> type[ConformanceMismatch]:
+    if oracle not in _BASES:
+        name = "".join(p.capitalize() for p in oracle.split("_")) + "Mismatch"
+        _BASES[oracle] = type(name, (ConformanceMismatch,), {"oracle": oracle, "__module__": __name__})
+    return _BASES[oracle]
+
+
+for _o in ORACLES:
+    globals()[_oracle_base(_o).__name__] = _oracle_base(_o)

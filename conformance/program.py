@@ -1,0 +1,303 @@
+"""The Program IR: a generated test program as plain, frozen data.
+
+A Program is what Hypothesis draws and shrinks, what the runner executes (after
+`render` turns it into source) and what a repro prints. Nothing about a program lives
+in a closure: two equal Programs render to the same source and behave the same.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Union
+
+from conformance.ops import OPS
+
+DTYPES = ("float32", "float64", "bfloat16", "float16", "int64", "bool")
+FLOAT_DTYPES = ("float32", "float64", "bfloat16", "float16")
+
+# The four ways of changing grad mode for a block, and how each renders.
+REGION_KINDS = ("no_grad", "enable_grad", "set_grad_enabled", "inference_mode")
+# The two plain calls that flip grad mode for the rest of the function.
+SET_GRAD_APIS = ("torch.set_grad_enabled", "torch._C._set_grad_enabled")
+HELPER_DECORATORS = ("no_grad", "enable_grad")
+
+# A return value that is not a variable but the grad mode at the return statement.
+GRAD_ENABLED = "torch.is_grad_enabled()"
+
+
+@dataclass(frozen=True)
+class TensorInput:
+    name: str
+    shape: tuple[int, ...]
+    dtype: str = "float32"
+    device: str = "cpu"
+    requires_grad: bool = False
+
+
+@dataclass(frozen=True)
+class Call:
+    """An op from the catalogue applied to variables."""
+
+    op: str
+    args: tuple[str, ...]
+
+    def render(self) -> str:
+        return OPS[self.op].render(*self.args)
+
+
+@dataclass(frozen=True)
+class Create:
+    """A creation op (`torch.ones((2, 3))`, `torch.arange(3.0)`), maybe requiring grad."""
+
+    op: str
+    shape: tuple[int, ...]
+    device: str = "cpu"
+    requires_grad: bool = False
+
+    def render(self) -> str:
+        kwargs = []
+        if self.device != "cpu":
+            kwargs.append(f"device={self.device!r}")
+        if self.requires_grad:
+            kwargs.append("requires_grad=True")
+        tail = "".join(", " + k for k in kwargs)
+        if self.op == "arange":
+            n = self.shape[0] if self.shape else 1
+            return f"torch.arange({float(n)}{tail})"
+        size = repr(self.shape)
+        if self.op == "full":
+            return f"torch.full({size}, 2.0{tail})"
+        return f"torch.{self.op}({size}{tail})"
+
+
+@dataclass(frozen=True)
+class HelperCall:
+    helper: str
+    args: tuple[str, ...]
+
+    def render(self) -> str:
+        return f"{self.helper}({', '.join(self.args)})"
+
+
+Value = Union[Call, Create, HelperCall]
+
+
+@dataclass(frozen=True)
+class Assign:
+    target: str
+    value: Value
+
+
+@dataclass(frozen=True)
+class InPlace:
+    """`target.add_(arg)` and friends: mutates target (maybe an input, a parameter or a view)."""
+
+    target: str
+    method: str
+    arg: str
+
+
+@dataclass(frozen=True)
+class RequiresGrad:
+    """`target.requires_grad_()`."""
+
+    target: str
+
+
+@dataclass(frozen=True)
+class GradRegion:
+    """`with torch.no_grad():` and the other grad-mode context managers."""
+
+    kind: str
+    body: tuple["Statement", ...]
+    enabled: bool = False  # only for set_grad_enabled
+
+    def header(self) -> str:
+        if self.kind == "set_grad_enabled":
+            return f"with torch.set_grad_enabled({self.enabled}):"
+        return f"with torch.{self.kind}():"
+
+
+@dataclass(frozen=True)
+class SetGradMode:
+    """A plain call that changes grad mode until the next change, even past `return`."""
+
+    api: str
+    enabled: bool
+
+
+@dataclass(frozen=True)
+class IfGradEnabled:
+    """`if torch.is_grad_enabled(): ... else: ...`; both branches end by assigning `target`."""
+
+    then: tuple["Statement", ...]
+    orelse: tuple["Statement", ...]
+
+
+Statement = Union[Assign, InPlace, RequiresGrad, GradRegion, SetGradMode, IfGradEnabled]
+
+
+@dataclass(frozen=True)
+class Helper:
+    """A module-level function decorated with `@torch.no_grad()` or `@torch.enable_grad()`."""
+
+    name: str
+    decorator: str
+    params: tuple[str, ...]
+    body: tuple[Statement, ...]
+    result: str
+
+
+@dataclass(frozen=True)
+class Program:
+    inputs: tuple[TensorInput, ...]
+    body: tuple[Statement, ...]
+    returns: tuple[str, ...]
+    helpers: tuple[Helper, ...] = ()
+    # Non-empty: the body is the forward of an nn.Module owning these as Parameters,
+    # referred to in the body as `self.<name>`.
+    parameters: tuple[TensorInput, ...] = ()
+    # Seeds the input values and the cotangents; 0 is as good as any, so it shrinks there.
+    seed: int = 0
+    # Statistics labels, not semantics.
+    labels: frozenset[str] = field(default=frozenset(), compare=False)
+
+    @property
+    def is_module(self) -> bool:
+        return bool(self.parameters)
+
+    @property
+    def entry_point(self) -> str:
+        return "Model" if self.is_module else "fn"
+
+
+# -- rendering ------------------------------------------------------------------------
+
+INDENT = "    "
+
+
+def _render_block(stmts: tuple[Statement, ...], depth: int) -> list[str]:
+    pad = INDENT * depth
+    if not stmts:
+        return [pad + "pass"]
+    lines: list[str] = []
+    for s in stmts:
+        if isinstance(s, Assign):
+            lines.append(f"{pad}{s.target} = {s.value.render()}")
+        elif isinstance(s, InPlace):
+            lines.append(f"{pad}{s.target}.{s.method}({s.arg})")
+        elif isinstance(s, RequiresGrad):
+            lines.append(f"{pad}{s.target}.requires_grad_()")
+        elif isinstance(s, GradRegion):
+            lines.append(pad + s.header())
+            lines.extend(_render_block(s.body, depth + 1))
+        elif isinstance(s, SetGradMode):
+            lines.append(f"{pad}{s.api}({s.enabled})")
+        elif isinstance(s, IfGradEnabled):
+            lines.append(f"{pad}if torch.is_grad_enabled():")
+            lines.extend(_render_block(s.then, depth + 1))
+            lines.append(f"{pad}else:")
+            lines.extend(_render_block(s.orelse, depth + 1))
+        else:  # pragma: no cover - a new statement kind without a renderer is a harness bug
+            raise TypeError(f"cannot render statement {s!r}")
+    return lines
+
+
+def _render_return(returns: tuple[str, ...], depth: int) -> str:
+    pad = INDENT * depth
+    if len(returns) == 1:
+        return f"{pad}return {returns[0]}"
+    return f"{pad}return {', '.join(returns)}"
+
+
+def render_helper(h: Helper) -> str:
+    lines = [f"@torch.{h.decorator}()", f"def {h.name}({', '.join(h.params)}):"]
+    lines += _render_block(h.body, 1)
+    lines.append(f"{INDENT}return {h.result}")
+    return "\n".join(lines)
+
+
+def render_body(program: Program) -> str:
+    """Only the statements of the function body: what a mismatch report calls 'the program'."""
+    depth = 2 if program.is_module else 1
+    lines = [line for line in _render_block(program.body, depth) if line.strip() != "pass"]
+    lines.append(_render_return(program.returns, depth))
+    return "\n".join(line[len(INDENT) * depth :] for line in lines)
+
+
+def render(program: Program) -> str:
+    """The program as a person would write it: `import torch`, helpers, then `fn` or `Model`."""
+    parts = ["import torch"]
+    parts += [render_helper(h) for h in program.helpers]
+    params = ", ".join(i.name for i in program.inputs)
+    if program.is_module:
+        names = [p.name for p in program.parameters]
+        init = [
+            "class Model(torch.nn.Module):",
+            f"{INDENT}def __init__(self, {', '.join(names)}):",
+            f"{INDENT * 2}super().__init__()",
+        ]
+        init += [f"{INDENT * 2}self.{n} = torch.nn.Parameter({n})" for n in names]
+        fwd = [f"{INDENT}def forward(self{', ' if params else ''}{params}):"]
+        fwd += _render_block(program.body, 2)
+        fwd.append(_render_return(program.returns, 2))
+        parts.append("\n".join(init + [""] + fwd))
+    else:
+        lines = [f"def fn({params}):"]
+        lines += _render_block(program.body, 1)
+        lines.append(_render_return(program.returns, 1))
+        parts.append("\n".join(lines))
+    return "\n\n\n".join(parts) + "\n"
+
+
+def count_statements(program: Program) -> int:
+    """Statements in the body, nested ones included, plus the return: the repro's size."""
+
+    def count(stmts) -> int:
+        n = 0
+        for s in stmts:
+            n += 1
+            if isinstance(s, GradRegion):
+                n += count(s.body)
+            elif isinstance(s, IfGradEnabled):
+                n += count(s.then) + count(s.orelse) + 1
+        return n
+
+    return count(program.body) + sum(count(h.body) + 1 for h in program.helpers) + 1
+
+
+def constructs(program: Program) -> frozenset[str]:
+    """The grad-mode constructs and statement kinds a program uses (for signatures, stats)."""
+    found: set[str] = set()
+
+    def walk(stmts) -> None:
+        for s in stmts:
+            if isinstance(s, GradRegion):
+                found.add(s.kind if s.kind != "set_grad_enabled" else f"set_grad_enabled({s.enabled})")
+                walk(s.body)
+            elif isinstance(s, SetGradMode):
+                found.add(f"{s.api}({s.enabled})")
+            elif isinstance(s, IfGradEnabled):
+                found.add("if_is_grad_enabled")
+                walk(s.then)
+                walk(s.orelse)
+            elif isinstance(s, InPlace):
+                found.add("inplace")
+            elif isinstance(s, RequiresGrad):
+                found.add("requires_grad_")
+            elif isinstance(s, Assign):
+                v = s.value
+                if isinstance(v, Create):
+                    found.add("create_requires_grad" if v.requires_grad else "create")
+                elif isinstance(v, Call) and v.op == "detach":
+                    found.add("detach")
+
+    walk(program.body)
+    for h in program.helpers:
+        found.add(f"@{h.decorator}")
+        walk(h.body)
+    if program.is_module:
+        found.add("module")
+    if GRAD_ENABLED in program.returns:
+        found.add("return_is_grad_enabled")
+    return frozenset(found)

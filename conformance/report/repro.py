@@ -1,0 +1,86 @@
+"""repro.py: a standalone script per signature (imports torch and the backend only)."""
+
+from __future__ import annotations
+
+import jinja2
+
+from conformance import runner, serialize
+from conformance.oracles.recompiles import expected_compilations
+from conformance.program import Program
+
+_ENV = jinja2.Environment(
+    loader=jinja2.PackageLoader("conformance.report", "templates"),
+    autoescape=False,  # Python source, not HTML
+    keep_trailing_newline=True,
+    undefined=jinja2.StrictUndefined,
+)
+
+
+def _literal(t) -> tuple:
+    return (t.detach().cpu().tolist(), str(t.dtype).removeprefix("torch."), list(t.shape), t.device.type,
+            bool(t.requires_grad))
+
+
+def _backend_code(record: dict) -> tuple[str, str, str | None]:
+    """(import line, compile expression, compile-count expression) for the record's backend."""
+    spec: str = record.get("backend_spec") or record["backend"]
+    if spec.startswith("thunder"):
+        opts = []
+        if "cache=" in spec:
+            opts.append(f"cache={spec.split('cache=')[1].split(',')[0].rstrip(']')!r}")
+        if "executors=" in spec:
+            names = spec.split("executors=")[1].split(",")[0].rstrip("]").split("+")
+            opts.append(f"executors={names!r}")
+        return "import thunder", f"thunder.jit(fn{''.join(', ' + o for o in opts)})", "thunder.cache_misses(compiled)"
+    if spec.startswith("torch.compile"):
+        be = spec.split("backend=")[1].split(",")[0].rstrip("]") if "backend=" in spec else "aot_eager"
+        return "", f"torch.compile(fn, backend={be!r})", None
+    if spec == "eager":
+        return "", "fn", None
+    module, _, factory = spec.partition(":")
+    return f"import {module}", f"{module}.{factory}().compile(fn)", None
+
+
+def render_repro(record: dict) -> str:
+    program: Program = serialize.decode(record["program"])
+    schedule = serialize.decode(record["schedule"])
+    calls = []
+    from conformance import grad_mode
+
+    with grad_mode.clean():
+        eager = runner.run(program, None, schedule)
+    for index, spec in enumerate(schedule):
+        inputs = runner.make_inputs(program, spec)
+        outs = eager.calls[index].outputs if index < len(eager.calls) else ()
+        cots = []
+        for k, leaf in enumerate(outs):
+            if leaf.kind == "tensor" and leaf.dtype.startswith(("float", "bfloat", "complex")):
+                import torch
+
+                fake = torch.empty(leaf.shape, dtype=getattr(torch, leaf.dtype), device=leaf.device)
+                cots.append(_literal(runner.cotangent(fake, program, index, k)))
+            else:
+                cots.append(None)
+        calls.append((spec.ambient, [_literal(t) for t in inputs], cots))
+    params = [_literal(t) for t in runner.make_parameters(program)] if program.is_module else []
+    imp, comp, count = _backend_code(record)
+    expected = None
+    if record["oracle"] == "recompiles" and count:
+        keys = [c.cache_key for c in eager.calls]
+        expected = expected_compilations("every call" if "no caching" in record["backend"] else "per key", keys)
+    names = [i.name for i in program.inputs] + [f"self.{p.name}" for p in program.parameters]
+    source = record["source"].removeprefix("import torch\n").strip("\n")
+    return _ENV.get_template("repro.py.j2").render(
+        signature=record["signature"], summary=record["summary"], known=record.get("known"),
+        known_title=record.get("known_title"), backend=record["backend"],
+        versions=", ".join(f"{k} {v}" for k, v in sorted(record.get("versions", {}).items())),
+        backend_import=imp, backend_compile=comp.replace("(fn", "(fn", 1), program=source,
+        calls=_pretty(calls), parameters=_pretty(params) if params else "", entry=program.entry_point,
+        names=repr(names), expected_compilations=expected, count_compilations=count,
+    )
+
+
+def _pretty(value) -> str:
+    import pprint
+
+    return pprint.pformat(value, width=100, sort_dicts=False)

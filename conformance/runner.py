@@ -1,0 +1,208 @@
+"""Runs a Program on one side (eager or a backend) under a call schedule into a SideOutcome.
+
+The rendered source is executed afresh per side, so a backend sees real bytecode, real
+`with` blocks and real helper functions, as it would in a user's code. Grad mode is
+restored after every call, whatever the program or the backend left behind.
+"""
+
+from __future__ import annotations
+
+import linecache
+import traceback
+from typing import Any, Callable
+
+import torch
+
+from conformance import grad_mode
+from conformance.generators.schedules import CallSpec, Schedule
+from conformance.outcome import CallOutcome, ErrorInfo, Leaf, SideOutcome
+from conformance.program import Program, TensorInput, render
+
+_counter = 0
+
+
+def load(program: Program, source: str | None = None) -> Any:
+    """Execute the program's source and return its entry point (`fn` or `Model`)."""
+    global _counter
+    source = source if source is not None else render(program)
+    _counter += 1
+    filename = f"<conformance-program-{_counter}>"
+    # Registered so that tracebacks, and thunder's trace comments, show the program's lines.
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    namespace: dict[str, Any] = {}
+    exec(compile(source, filename, "exec"), namespace)  # noqa: S102 - our own rendered programs
+    return namespace[program.entry_point]
+
+
+def _generator(*parts: int) -> torch.Generator:
+    seed = 0
+    for p in parts:
+        seed = (seed * 1_000_003 + p) % (2**63)
+    return torch.Generator().manual_seed(seed)
+
+
+def make_tensor(spec: TensorInput, gen: torch.Generator, requires_grad: bool | None = None) -> torch.Tensor:
+    """Deterministic values for an input: small integers, or normal floats."""
+    if spec.dtype == "bool":
+        t = torch.randint(0, 2, spec.shape, generator=gen).bool()
+    elif spec.dtype == "int64":
+        t = torch.randint(-3, 4, spec.shape, generator=gen)
+    else:
+        t = torch.randn(spec.shape, generator=gen).to(getattr(torch, spec.dtype))
+    t = t.to(spec.device)
+    flag = spec.requires_grad if requires_grad is None else requires_grad
+    if flag and t.is_floating_point():
+        t.requires_grad_()
+    return t
+
+
+def make_inputs(program: Program, spec: CallSpec) -> list[torch.Tensor]:
+    flags = spec.requires_grad or (None,) * len(program.inputs)
+    return [
+        make_tensor(inp, _generator(program.seed, spec.values_seed, i), flag)
+        for i, (inp, flag) in enumerate(zip(program.inputs, flags))
+    ]
+
+
+def make_parameters(program: Program) -> list[torch.Tensor]:
+    return [make_tensor(p, _generator(program.seed, 7919, i), False) for i, p in enumerate(program.parameters)]
+
+
+def cotangent(out: torch.Tensor, program: Program, call: int, index: int) -> torch.Tensor:
+    g = torch.randn(out.shape, generator=_generator(program.seed, 104729, call, index))
+    return g.to(dtype=out.dtype, device=out.device)
+
+
+def _read(x: torch.Tensor, attr: str) -> Any:
+    """An autograd attribute, or the text of what reading it raises.
+
+    Reading grad_fn (or is_leaf, or grad) raises for a view made under no_grad whose base
+    was later modified in place with grad on; what a user sees is then the observation.
+    """
+    try:
+        value = getattr(x, attr)
+    except RuntimeError as exc:
+        return f"reading {attr} raises {type(exc).__name__}"
+    return (value is not None) if attr == "grad_fn" else value
+
+
+def observe(x: Any) -> Leaf:
+    if isinstance(x, torch.Tensor):
+        with grad_mode.clean():
+            value = x.detach().to("cpu", copy=True)
+        return Leaf(
+            kind="tensor",
+            value=value,
+            shape=tuple(x.shape),
+            dtype=str(x.dtype).removeprefix("torch."),
+            device=x.device.type,
+            requires_grad=x.requires_grad,
+            has_grad_fn=_read(x, "grad_fn"),
+            is_leaf=_read(x, "is_leaf"),
+            is_inference=x.is_inference(),
+        )
+    return Leaf(kind="python", value=x)
+
+
+def _observe_grad(t: torch.Tensor) -> Leaf | None:
+    # .grad of a non-leaf is always None (and warns): only leaves accumulate gradients.
+    if _read(t, "is_leaf") is not True:
+        return None
+    g = _read(t, "grad")
+    if isinstance(g, str):
+        return Leaf(kind="python", value=g)
+    return None if g is None else observe(g)
+
+
+def error_info(exc: BaseException, stage: str) -> ErrorInfo:
+    return ErrorInfo(type(exc).__name__, "".join(traceback.format_exception_only(exc)).strip(), stage)
+
+
+def _flatten(result: Any, n: int) -> tuple[Any, ...]:
+    return tuple(result) if n > 1 else (result,)
+
+
+def _differentiable(x: Any) -> bool:
+    return isinstance(x, torch.Tensor) and x.requires_grad and (x.is_floating_point() or x.is_complex())
+
+
+def run_call(
+    program: Program,
+    callee: Callable,
+    spec: CallSpec,
+    index: int,
+    params: list[torch.Tensor],
+    record_set_grad: bool = False,
+) -> tuple[CallOutcome, tuple[Any, ...]]:
+    """One call under its ambient mode, then backward; returns the outcome and raw outputs."""
+    outcome = CallOutcome(spec)
+    inputs = make_inputs(program, spec)
+    outcome.cache_key = (
+        grad_mode.AMBIENT_GRAD_ENABLED[spec.ambient],
+        tuple((tuple(t.shape), t.dtype, t.device.type, t.requires_grad) for t in inputs),
+    )
+    calls: list[bool] = []
+    raw: tuple[Any, ...] = ()
+    with grad_mode.ambient(spec.ambient):
+        try:
+            if record_set_grad:
+                with grad_mode.recording_set_grad_enabled(calls):
+                    result = callee(*inputs)
+            else:
+                result = callee(*inputs)
+            raw = _flatten(result, len(program.returns))
+        except Exception as exc:  # the program's or the backend's: both are observations
+            outcome.error = error_info(exc, "call")
+        outcome.state_after = grad_mode.current()
+    if record_set_grad:
+        outcome.set_grad_calls = tuple(calls)
+    names = [i.name for i in program.inputs] + [f"self.{p.name}" for p in program.parameters]
+    tensors = inputs + params
+    if outcome.error is None:
+        outcome.outputs = tuple(observe(x) for x in raw)
+        differentiable = [(i, x) for i, x in enumerate(raw) if _differentiable(x)]
+        if differentiable:
+            try:
+                with grad_mode.clean():
+                    torch.autograd.backward(
+                        [x for _, x in differentiable],
+                        [cotangent(x, program, index, i) for i, x in differentiable],
+                    )
+            except Exception as exc:
+                outcome.error = error_info(exc, "backward")
+        for i, x in enumerate(raw):
+            if isinstance(x, torch.Tensor) and _read(x, "is_leaf") is True and x.requires_grad \
+                    and not any(x is t for t in tensors):
+                names.append(f"return[{i}]")
+                tensors.append(x)
+    outcome.after = {n: observe(t) for n, t in zip(names, tensors)}
+    outcome.grads = {n: _observe_grad(t) for n, t in zip(names, tensors)}
+    for p in params:  # gradients of parameters would otherwise accumulate across calls
+        p.grad = None
+    return outcome, raw
+
+
+def run(program: Program, backend, schedule: Schedule, source: str | None = None) -> SideOutcome:
+    """Run the program on one side: `backend` is None for eager, else a Backend object."""
+    side = SideOutcome("eager" if backend is None else backend.name)
+    params: list[torch.Tensor] = []
+    try:
+        with grad_mode.clean():
+            entry = load(program, source)
+            if program.is_module:
+                params = make_parameters(program)
+                entry = entry(*params)
+                params = list(entry.parameters())
+            callee = entry if backend is None else backend.compile(entry)
+    except Exception as exc:
+        side.setup_error = error_info(exc, "setup")
+        return side
+    for index, spec in enumerate(schedule):
+        outcome, _ = run_call(program, callee, spec, index, params, record_set_grad=backend is None)
+        if backend is not None:
+            outcome.traces = backend.trace_facts(callee)
+        side.calls.append(outcome)
+    if backend is not None:
+        side.cache = backend.cache_stats(callee)
+        side.recompile_policy = getattr(backend, "recompile_policy", None)
+    return side

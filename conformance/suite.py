@@ -1,0 +1,110 @@
+"""The property runner behind every area test of the conformance suite.
+
+`check_area` runs Hypothesis over (program, schedule) examples against a backend. Each
+mismatch makes the example fail; Hypothesis shrinks it, one class per kind of mismatch;
+the shrunk failures are then sorted into known issues (recorded, suite stays green) and
+new ones (recorded, and the test fails loudly with the minimal program). Exceptions that
+are not mismatches are harness bugs and propagate untouched.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from hypothesis import event, given, note
+from hypothesis import strategies as st
+
+from conformance import known_issues as KI
+from conformance.check import Result, failure_message, raise_for, run_example
+from conformance.generators import STATEMENT_KINDS, programs, schedules
+from conformance.oracles.mismatch import ConformanceMismatch
+from conformance.program import REGION_KINDS, constructs
+from conformance.report.signatures import signature
+from conformance.shrinking import DEFAULT_SHRINK_SECONDS, Memo, shrink_budget
+
+
+@dataclass
+class Finding:
+    signature: str
+    result: Result
+    known: KI.KnownIssue | None
+
+
+@st.composite
+def examples(draw, regions=REGION_KINDS, statements=STATEMENT_KINDS, modules=True, max_calls=6, max_depth=3,
+             device=None):
+    program = draw(programs(regions, statements, modules, max_depth=max_depth, device=device), label="program")
+    schedule = draw(schedules(len(program.inputs), max_calls), label="schedule")
+    return program, schedule
+
+
+def split_failures(exc: BaseException) -> list[ConformanceMismatch]:
+    """The mismatches inside what Hypothesis raised; re-raise anything else (harness bugs)."""
+    if isinstance(exc, BaseExceptionGroup):
+        found = []
+        for sub in exc.exceptions:
+            found += split_failures(sub)
+        return found
+    if isinstance(exc, ConformanceMismatch) and hasattr(exc, "result"):
+        return [exc]
+    raise exc
+
+
+def finding_of(exc: ConformanceMismatch, backend_name: str, issues) -> Finding:
+    result: Result = exc.result
+    sig = signature(exc.mismatches[0], result.program, result.schedule)
+    return Finding(sig, result, KI.classify(sig, backend_name, issues))
+
+
+def check_area(backend, name: str, strategy, issues=None, on_finding=None,
+               shrink_seconds: float = DEFAULT_SHRINK_SECONDS) -> list[Finding]:
+    """Fuzz one area; return the findings, known and new. `on_finding` sees each one."""
+    issues = KI.load() if issues is None else issues
+    run = Memo(run_example)
+
+    def prop(example):
+        program, schedule = example
+        for c in sorted(constructs(program)):
+            event(c)
+        result = run(program, backend, schedule)
+        note(failure_message(result) if result.mismatches else "")
+        raise_for(result)
+
+    prop._hypothesis_internal_add_digest = f"{name}:{backend.name}".encode()
+    test = given(strategy)(prop)
+    try:
+        with shrink_budget(shrink_seconds):
+            test()
+    except BaseException as exc:  # noqa: BLE001 - split_failures re-raises what is not ours
+        findings = [finding_of(f, backend.name, issues) for f in split_failures(exc)]
+    else:
+        findings = []
+    for f in findings:
+        if on_finding is not None:
+            on_finding(f)
+    return findings
+
+
+def new_findings_message(findings: list[Finding]) -> str:
+    new = [f for f in findings if f.known is None]
+    parts = [f"{len(new)} new grad-mode discrepancy(ies); minimal programs below. If one is a real "
+             "backend bug, add it to conformance/known_issues.toml (see README) with this program."]
+    for f in new:
+        parts += ["", f"signature: {f.signature}", failure_message(f.result)]
+    return "\n".join(parts)
+
+
+class KnownDiscrepancy(UserWarning):
+    """A known issue of the backend was hit: reported, not failed."""
+
+
+def assert_no_new(findings: list[Finding]) -> None:
+    import warnings
+
+    import pytest
+
+    for f in findings:
+        if f.known is not None:
+            warnings.warn(KnownDiscrepancy(f"known issue {f.known.id}: {f.signature}"), stacklevel=2)
+    if any(f.known is None for f in findings):
+        pytest.fail(new_findings_message(findings), pytrace=False)

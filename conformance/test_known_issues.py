@@ -1,0 +1,23 @@
+"""Every known issue still reproduces on the backend under test. One that no longer does
+is reported as fixed (the test fails, asking to remove it), never silently kept."""
+
+import pytest
+
+from conformance import known_issues
+from conformance.check import run_example
+from conformance.report.signatures import signature
+
+ISSUES = known_issues.load()
+
+
+@pytest.mark.parametrize("issue", ISSUES, ids=[i.id for i in ISSUES])
+def test_known_issue_still_reproduces(backend, issue):
+    if not issue.applies_to(backend.name):
+        pytest.skip(f"{issue.id} is a known issue of {', '.join(issue.backends)}, not of {backend.name}")
+    result = run_example(issue.program, backend, issue.schedule)
+    sigs = [signature(m, issue.program, issue.schedule) for m in result.mismatches]
+    hit = [s for s in sigs if known_issues.classify(s, backend.name, [issue])]
+    assert hit, (
+        f"known issue {issue.id!r} no longer reproduces on {backend.name}: it may be fixed. "
+        f"Remove it from conformance/known_issues.toml. Signatures now: {sigs or 'none'}"
+    )
