@@ -66,6 +66,8 @@ def build_parser() -> argparse.ArgumentParser:
                     help="an example running longer is reported as a hang (default 60)")
     fz.add_argument("--shrinks-per-class", type=_positive_int, default=3,
                     help="shrink each mismatch class at most this often per worker (default 3)")
+    fz.add_argument("--shrink-seconds", type=_positive_seconds, default=60.0,
+                    help="shrinking budget per chunk of examples (default 60)")
     fz.add_argument("--recycle-after", type=_positive_int, default=2000,
                     help="restart a worker after this many examples (default 2000)")
     fz.add_argument("--max-rss-mb", type=_positive_int, default=3000,
@@ -123,6 +125,7 @@ def cmd_fuzz(args) -> int:
         backend=args.backend, seconds=args.seconds, max_examples=args.max_examples, seed=args.seed,
         workers=args.workers, report_dir=args.report_dir, db=args.db, baseline=args.baseline, chunk=args.chunk,
         example_timeout=args.example_timeout, shrinks_per_class=args.shrinks_per_class,
+        shrink_seconds=args.shrink_seconds,
         recycle_after=args.recycle_after, max_rss_mb=args.max_rss_mb,
         command="python -m conformance " + " ".join(sys.argv[1:]),
     )

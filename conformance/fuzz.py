@@ -52,6 +52,7 @@ class FuzzConfig:
     chunk: int = 200
     example_timeout: float = 60.0
     shrinks_per_class: int = 3
+    shrink_seconds: float = 60.0
     recycle_after: int = 2000
     max_rss_mb: int = 3000
     command: str = ""
@@ -101,6 +102,7 @@ def worker_main(cfg: FuzzConfig, wid: int, incarnation: int, messages, stop, sta
     from conformance.program import constructs
     from conformance.report.records import record_of, save
     from conformance.serialize import encode
+    from conformance.shrinking import Memo, shrink_budget
     from conformance.suite import examples, finding_of, split_failures
 
     backend = get(cfg.backend)
@@ -113,7 +115,7 @@ def worker_main(cfg: FuzzConfig, wid: int, incarnation: int, messages, stop, sta
     deadline = start + cfg.seconds
     shrunk: Counter = Counter()
     raw_saved: set[str] = set()
-    n = 0
+    run = Memo(run_example)
     last_beat = 0.0
 
     def beat(force=False):
@@ -121,23 +123,22 @@ def worker_main(cfg: FuzzConfig, wid: int, incarnation: int, messages, stop, sta
         now = time.monotonic()
         if force or now - last_beat > 1.0:
             last_beat = now
-            messages.put(("beat", wid, n, _rss_mb()))
+            messages.put(("beat", wid, run.misses, _rss_mb()))
 
     def over() -> bool:
-        return stop.is_set() or time.time() >= deadline or (cfg.max_examples is not None and n >= cfg.max_examples) \
-            or n >= cfg.recycle_after or _rss_mb() > cfg.max_rss_mb
+        m = run.misses
+        return stop.is_set() or time.time() >= deadline or (cfg.max_examples is not None and m >= cfg.max_examples) \
+            or m >= cfg.recycle_after or _rss_mb() > cfg.max_rss_mb
 
     def prop(example):
-        nonlocal n
         if over():
             return
         program, schedule = example
-        n += 1
         beat()
         write_atomic(current, json.dumps({"program": encode(program), "schedule": encode(schedule)}))
         signal.setitimer(signal.ITIMER_REAL, cfg.example_timeout)
         try:
-            result = run_example(program, backend, schedule)
+            result = run(program, backend, schedule)
         except ExampleTimeout:
             result = Result(program, schedule, "", SideOutcome("eager"), SideOutcome(backend.name),
                             [Mismatch("hang", "example timed out", "the whole example", "returned",
@@ -158,7 +159,7 @@ def worker_main(cfg: FuzzConfig, wid: int, incarnation: int, messages, stop, sta
             raw_saved.add(key)
             exc = exception_class(result.mismatches[0])(result.mismatches)
             exc.result = result
-            rec = record_of(finding_of(exc, backend.name, issues), backend, examples=n,
+            rec = record_of(finding_of(exc, backend.name, issues), backend, examples=run.misses,
                             seconds=time.time() - start, command=cfg.command, seed=cfg.seed)
             rec.update(shrunk=False, **{"class": key})
             write_atomic(folder / "raw" / f"{abs(hash(key))}.json", json.dumps(rec))
@@ -178,9 +179,10 @@ def worker_main(cfg: FuzzConfig, wid: int, incarnation: int, messages, stop, sta
         test = settings(s)(given(examples())(prop))
         if cfg.seed is not None:
             test = seed(cfg.seed * 1_000_003 + wid * 10_007 + incarnation * 101 + chunk)(test)
-        first_n, t0 = n, time.time()
+        first_n, t0 = run.misses, time.time()
         try:
-            test()
+            with shrink_budget(cfg.shrink_seconds):
+                test()
             failures = []
         except BaseException as exc:  # noqa: BLE001 - split_failures re-raises harness bugs
             failures = split_failures(exc)
@@ -197,8 +199,8 @@ def worker_main(cfg: FuzzConfig, wid: int, incarnation: int, messages, stop, sta
         chunk += 1
         beat(force=True)
     current.unlink(missing_ok=True)
-    messages.put(("exit", wid, n, _rss_mb(), "recycle" if not stop.is_set() and time.time() < deadline
-                  and (cfg.max_examples is None or n < cfg.max_examples) else "done"))
+    messages.put(("exit", wid, run.misses, _rss_mb(), "recycle" if not stop.is_set() and time.time() < deadline
+                  and (cfg.max_examples is None or run.misses < cfg.max_examples) else "done"))
 
 
 # ---------------------------------------------------------------------------- parent

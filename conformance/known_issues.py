@@ -54,7 +54,8 @@ def load(path: Path = PATH) -> list[KnownIssue]:
                 backends=tuple(entry.get("backends", ["thunder*"])),
                 signatures=tuple(entry["signatures"]),
                 program=serialize.loads(entry["program"]),
-                schedule=tuple(CallSpec(ambient=a, values_seed=k) for k, a in enumerate(entry.get("calls", ["grad"]))),
+                schedule=serialize.loads(entry["schedule"]) if "schedule" in entry else tuple(
+                    CallSpec(ambient=a, values_seed=k) for k, a in enumerate(entry.get("calls", ["grad"]))),
                 oracle=entry["oracle"],
                 notes=entry.get("notes", ""),
                 upstream=entry.get("upstream", ""),
@@ -72,3 +73,25 @@ def classify(sig: str, backend_name: str, issues: list[KnownIssue]) -> KnownIssu
         if issue.applies_to(backend_name) and matches(sig, list(issue.signatures)):
             return issue
     return None
+
+
+def stub(record: dict, issue_id: str = "") -> str:
+    """A known_issues.toml entry for a finding, to be given a title and notes by a person."""
+    import json
+
+    calls = [c["ambient"] for c in record["schedule"]]
+    schedule = json.dumps(record["schedule"])
+    body = "\n".join("#   " + line for line in record["body"].splitlines())
+    return (
+        "[[issue]]\n"
+        f"id = {json.dumps(issue_id or record['signature'].split(' | ')[0].replace(' ', '-'))}\n"
+        'title = "TODO: what the backend does wrong, in one line"\n'
+        f"oracle = {json.dumps(record['oracle'])}\n"
+        f"backends = {json.dumps([record['backend'].split('[')[0] + '*'])}\n"
+        f"signatures = [{json.dumps(record['signature'])}]\n"
+        f"calls = {json.dumps(calls)}\n"
+        f"schedule = '''{schedule}'''\n"
+        'notes = "TODO: why eager\'s side is documented PyTorch behaviour"\n'
+        f"# body:\n{body}\n"
+        f"program = '''{json.dumps(record['program'])}'''\n"
+    )

@@ -23,15 +23,25 @@ def shrink_budget(seconds: float) -> Iterator[None]:
     (hypothesis 6.1xx, pinned in constraints.txt). If the name goes away, shrinking keeps
     Hypothesis's own limit rather than failing.
     """
+    from hypothesis import reporting
     from hypothesis.internal.conjecture import engine
 
     if not hasattr(engine, "MAX_SHRINKING_SECONDS"):
         yield
         return
     old = engine.MAX_SHRINKING_SECONDS
+    outer = reporting.current_reporter()
+
+    def reporter(text: str) -> None:
+        # Hypothesis's "more than five minutes ... PLEASE REPORT THIS" is about its own
+        # limit; ours is shorter on purpose, and the smallest example so far is kept.
+        if not text.startswith("WARNING: Hypothesis has spent more than five minutes"):
+            outer(text)
+
     engine.MAX_SHRINKING_SECONDS = seconds
     try:
-        yield
+        with reporting.with_reporter(reporter):
+            yield
     finally:
         engine.MAX_SHRINKING_SECONDS = old
 
@@ -44,6 +54,7 @@ class Memo:
         self.size = size
         self.cache: OrderedDict = OrderedDict()
         self.hits = 0
+        self.misses = 0  # distinct examples actually run
 
     def __call__(self, program, backend, schedule):
         key = (program, schedule)
@@ -51,6 +62,7 @@ class Memo:
             self.hits += 1
             self.cache.move_to_end(key)
             return self.cache[key]
+        self.misses += 1
         result = self.run(program, backend, schedule)
         self.cache[key] = result
         if len(self.cache) > self.size:

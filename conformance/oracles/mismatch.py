@@ -7,6 +7,7 @@ into one during shrinking, and let `report_multiple_bugs` report them side by si
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 ORACLES = ("exceptions", "outputs", "flags", "gradients", "grad_mode", "recompiles", "traces")
@@ -28,6 +29,16 @@ class Mismatch:
     def kind(self) -> str:
         return f"{self.oracle}.{self.aspect}"
 
+    @property
+    def symptom(self) -> str:
+        """What differs, without the particulars of one program: the exception raised, the
+        flag or Python value on each side; empty where the aspect says it all (values)."""
+        if self.oracle == "exceptions":
+            return f"{_normal(self.eager)} / {_normal(self.backend)}"
+        if self.oracle in ("flags", "grad_mode") or self.aspect == "python value":
+            return f"eager {self.eager}, backend {self.backend}"
+        return ""
+
     def line(self) -> str:
         at = f"call {self.call} ({self.ambient}): " if self.call is not None else ""
         return f"[{self.kind}] {at}{self.where}: eager {self.eager}, backend {self.backend}"
@@ -46,12 +57,22 @@ class ConformanceMismatch(AssertionError):
 _CLASSES: dict[str, type[ConformanceMismatch]] = {}
 
 
+def _normal(text: str) -> str:
+    # Exception messages carry names, shapes and numbers of one program; keep the words.
+    text = re.sub(r"\b(during (call|backward|setup)): \w+: ", r"\1: ", text)
+    text = re.sub(r"0x[0-9a-f]+|\d+(\.\d+)?", "N", text)
+    text = re.sub(r"\((N(, N)*,?)?\)", "(…)", text)  # shapes
+    text = re.sub(r"(float|bfloat|int|uint|complex)N", r"\1", text)  # dtypes
+    text = re.sub(r"(['\"]).*?\1", "'…'", text)
+    return text[:90]
+
+
 def class_key(m: Mismatch) -> str:
-    """What tells two raw (unshrunk) failures apart before shrinking: oracle, aspect, the
-    ambient mode of the call that differed, and whether it was the first call (a later one
-    points at the cache). Shrinking keeps the key, so distinct keys stay distinct bugs."""
+    """What tells two raw (unshrunk) failures apart before shrinking: oracle, aspect,
+    symptom, and whether the first call differed (a later one points at the cache).
+    Shrinking keeps the key, so distinct keys stay distinct bugs."""
     when = "first call" if m.call in (0, None) else "later call"
-    return f"{m.kind} [{m.ambient or 'any'}, {when}]"
+    return f"{m.kind} | {m.symptom} | {when}" if m.symptom else f"{m.kind} | {when}"
 
 
 def exception_class(m: Mismatch) -> type[ConformanceMismatch]:
@@ -59,7 +80,7 @@ def exception_class(m: Mismatch) -> type[ConformanceMismatch]:
     key = class_key(m)
     if key not in _CLASSES:
         base = _oracle_base(m.oracle)
-        name = f"{base.__name__}_{''.join(c if c.isalnum() else '_' for c in key.split('.', 1)[1])}"
+        name = f"{base.__name__}_{''.join(c if c.isalnum() else '_' for c in key.split('.', 1)[1])[:80]}"
         _CLASSES[key] = type(name, (base,), {"oracle": m.oracle, "__module__": __name__})
     return _CLASSES[key]
 

@@ -9,20 +9,32 @@ import fnmatch
 import hashlib
 
 from conformance.generators.schedules import Schedule
-from conformance.oracles.mismatch import Mismatch
+from conformance.oracles.mismatch import Mismatch, class_key
 from conformance.program import Program, constructs
 
 
+# Where the symptom names the bug by itself, the constructs of the program add only noise
+# (an exception message; marker arguments that differ, which has one cause however the
+# regions are arranged).
+_SYMPTOM_IS_ENOUGH = ("exceptions.", "traces.")
+
+
 def signature(m: Mismatch, program: Program, schedule: Schedule) -> str:
-    """`<oracle>.<aspect> @ <constructs> | <ambient mode of the call>[, later call]`."""
-    used = " ".join(sorted(constructs(program))) or "plain ops"
-    when = ", later call" if m.call not in (0, None) else ""
-    return f"{m.kind} @ {used} | {m.ambient or 'any'}{when}"
+    """`<oracle>.<aspect> | <symptom> | <first or later call> @ <constructs>`.
+
+    The class key (what Hypothesis shrinks each bug under), plus the constructs the
+    shrunk program still needs, where the symptom alone does not name the bug."""
+    key = class_key(m)
+    if m.kind.startswith(_SYMPTOM_IS_ENOUGH):
+        # First or later call only steers shrinking here: the message names the bug.
+        return key.rsplit(" | ", 1)[0]
+    used = " ".join(sorted(constructs(program) - {"return_is_grad_enabled"})) or "plain ops"
+    return f"{key} @ {used}"
 
 
 def slug(sig: str) -> str:
     """A folder name for a signature: readable prefix, hash for uniqueness."""
-    head = "".join(c if c.isalnum() else "-" for c in sig.split(" @ ")[0]).strip("-")
+    head = "".join(c if c.isalnum() else "-" for c in sig.split(" | ")[0]).strip("-")
     return f"{head[:48]}-{hashlib.sha1(sig.encode()).hexdigest()[:8]}"
 
 

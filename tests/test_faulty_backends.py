@@ -1,0 +1,50 @@
+"""Each planted fault is caught, by the oracle meant to catch it, within 200 examples.
+
+The faulty backends (conformance/backends/faulty.py) wrap eager, so this runs without a
+compiler. `find` returns the shrunk example, so the test also shows what the harness
+would report for the fault.
+"""
+
+import pytest
+from hypothesis import HealthCheck, Phase, find, settings
+
+from conformance.backends import get
+from conformance.check import failure_message, run_example
+from conformance.suite import examples
+
+CASES = {
+    "always_grad": "flags",
+    "stale_grad_mode_cache": "recompiles",
+    "recompiles_every_call": "recompiles",
+    "forgets_grad_mode_change": "grad_mode",
+    "ignores_grad_mode_calls": "flags",
+    "scales_gradients": "gradients",
+    "perturbs_outputs": "outputs",
+    "raises_on_grad_mode_calls": "exceptions",
+}
+BUDGET = settings(max_examples=200, database=None, derandomize=True, deadline=None,
+                  phases=[Phase.generate, Phase.shrink],
+                  suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+
+
+@pytest.mark.parametrize("fault, oracle", CASES.items(), ids=list(CASES))
+def test_planted_fault_is_caught_by_its_oracle(fault, oracle):
+    backend = get(f"conformance.backends.faulty:{fault}")
+
+    def caught(example):
+        return any(m.oracle == oracle for m in run_example(example[0], backend, example[1]).mismatches)
+
+    program, schedule = find(examples(), caught, settings=BUDGET)
+    result = run_example(program, backend, schedule)
+    assert any(m.oracle == oracle for m in result.mismatches), failure_message(result)
+
+
+def test_spec_of_unknown_factory_is_a_clear_error():
+    from conformance.backends import BackendUnavailable
+
+    with pytest.raises(BackendUnavailable, match="has no callable 'nope'"):
+        get("conformance.backends.faulty:nope")
+    with pytest.raises(BackendUnavailable, match="cannot import backend module"):
+        get("no_such_module:factory")
+    with pytest.raises(BackendUnavailable, match="unknown backend 'thundr'"):
+        get("thundr")

@@ -1,0 +1,80 @@
+"""The nightly job's unattended paths, on fast fake backends: a hang, a crash, Ctrl-C,
+and triage against a baseline with a persistent database."""
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def fuzz(*args, timeout=180):
+    return subprocess.run([sys.executable, "-m", "conformance", "fuzz", *args], cwd=ROOT, capture_output=True,
+                          text=True, timeout=timeout)
+
+
+def summary(folder: Path) -> dict:
+    return json.loads((folder / "summary.json").read_text())
+
+
+def test_hanging_example_is_reported_as_a_hang(tmp_path):
+    proc = fuzz("--backend", "tests.fake_backends:hangs", "--seconds", "12", "--example-timeout", "1",
+                "--shrink-seconds", "2", "--report-dir", str(tmp_path), "--seed", "1")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    oracles = {m["oracle"] for m in summary(tmp_path)["mismatches"]}
+    assert "hang" in oracles, proc.stdout
+
+
+def test_dying_worker_is_reported_as_a_crash_and_restarted(tmp_path):
+    proc = fuzz("--backend", "tests.fake_backends:crashes", "--seconds", "15", "--report-dir", str(tmp_path),
+                "--seed", "1")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    s = summary(tmp_path)
+    crashes = [m for m in s["mismatches"] if m["oracle"] == "crash"]
+    assert crashes and "exit code 3" in crashes[0]["summary"]
+    assert s["workers"][0]["crashes"] >= 1 and s["workers"][0]["restarts"] >= 1
+    repro = (tmp_path / crashes[0]["repro"]).read_text()
+    assert "def fn(" in repro or "class Model" in repro  # the example the worker died on
+
+
+def _records(findings: Path) -> list[Path]:
+    """Saved findings, raw (before shrinking) or shrunk; not the worker's current example."""
+    return [p for p in findings.glob("**/*.json") if p.name != "current.json"]
+
+
+def test_ctrl_c_stops_within_five_seconds_and_keeps_what_was_found(tmp_path):
+    proc = subprocess.Popen([sys.executable, "-m", "conformance", "fuzz", "--backend",
+                             "conformance.backends.faulty:perturbs_outputs", "--seconds", "120", "--report-dir",
+                             str(tmp_path), "--seed", "3", "--shrink-seconds", "3"],
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 90
+    while time.time() < deadline and not _records(tmp_path / "findings"):
+        time.sleep(0.5)
+    sent = time.time()
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=30)
+    assert time.time() - sent < 15, "Ctrl-C: 5 s to stop the workers, then the reports are written"
+    s = summary(tmp_path)
+    assert s["interrupted"] is True
+    assert any(m["oracle"] == "outputs" for m in s["mismatches"]), out + err
+    assert (tmp_path / "index.html").exists()
+
+
+def test_second_night_reports_still_there_and_finds_it_early(tmp_path):
+    db, night1, night2 = tmp_path / "db", tmp_path / "n1", tmp_path / "n2"
+    common = ["--backend", "conformance.backends.faulty:perturbs_outputs", "--db", str(db), "--shrink-seconds", "5"]
+    first = fuzz(*common, "--seconds", "20", "--report-dir", str(night1), "--seed", "5")
+    assert first.returncode == 1, first.stdout + first.stderr
+    s1 = summary(night1)
+    assert s1["mismatches"] and all(m["status"] == "new" for m in s1["mismatches"])
+    second = fuzz(*common, "--seconds", "20", "--report-dir", str(night2), "--seed", "6",
+                  "--baseline", str(night1 / "summary.json"))
+    s2 = summary(night2)
+    statuses = {m["signature"]: m["status"] for m in s2["mismatches"]}
+    assert any(v == "still there" for v in statuses.values()), second.stdout
+    replayed = [m for m in s2["mismatches"] if m["status"] == "still there"]
+    assert min(m["found_after_seconds"] for m in replayed) < 60
+    assert second.returncode == (1 if any(v == "new" for v in statuses.values()) else 0)

@@ -1,0 +1,112 @@
+"""Repros run standalone and exit 1 while the mismatch reproduces, 0 once it is gone;
+HTML reports show hostile strings as text; summary.json follows the DESIGN.md contract."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conformance.backends import get
+from conformance.check import run_example
+from conformance.generators.schedules import CallSpec
+from conformance.oracles.mismatch import exception_class
+from conformance.program import Assign, Call, GradRegion, Program, SetGradMode, TensorInput
+from conformance.report.records import record_of, save
+from conformance.report.repro import render_repro
+from conformance.report.write import write_run
+from conformance.suite import finding_of
+
+A = TensorInput("a", (2,), requires_grad=True)
+PROGRAM = Program((A,), (GradRegion("no_grad", (Assign("t0", Call("sin", ("a",))),)),
+                         Assign("t1", Call("mul", ("a", "t0")))), ("t1",))
+LEAVES_GRAD_OFF = Program((A,), (SetGradMode("torch.set_grad_enabled", False), Assign("t0", Call("sin", ("a",)))),
+                          ("t0",))
+
+
+def record_for(program, spec, schedule=(CallSpec(),)):
+    backend = get(spec)
+    backend.spec = spec
+    result = run_example(program, backend, schedule)
+    assert result.mismatches, "the planted fault should show on this program"
+    exc = exception_class(result.mismatches[0])(result.mismatches)
+    exc.result = result
+    return record_of(finding_of(exc, backend.name, []), backend, command="test")
+
+
+def run_repro(tmp_path, record, spec=None):
+    if spec is not None:
+        record = record | {"backend_spec": spec, "backend": spec}
+    path = tmp_path / "repro.py"
+    path.write_text(render_repro(record))
+    # Standalone: run from an empty folder, with only what the script imports.
+    return subprocess.run([sys.executable, str(path)], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+
+
+@pytest.mark.parametrize("fault, program, schedule", [
+    ("perturbs_outputs", PROGRAM, (CallSpec(),)),
+    ("forgets_grad_mode_change", LEAVES_GRAD_OFF, (CallSpec(),)),
+    ("stale_grad_mode_cache", PROGRAM, (CallSpec("grad"), CallSpec("no_grad", values_seed=1))),
+])
+def test_repro_exits_1_while_it_reproduces_and_0_once_fixed(tmp_path, fault, program, schedule):
+    spec = f"conformance.backends.faulty:{fault}"
+    record = record_for(program, spec, schedule)
+    bad = run_repro(tmp_path, record)
+    assert bad.returncode == 1, bad.stdout + bad.stderr
+    assert "MISMATCH" in bad.stdout
+    fixed = run_repro(tmp_path, record, spec="eager")
+    assert fixed.returncode == 0, fixed.stdout + fixed.stderr
+    assert "fixed" in fixed.stdout
+
+
+def test_repro_is_readable_and_imports_only_torch_and_the_backend(tmp_path):
+    text = render_repro(record_for(PROGRAM, "conformance.backends.faulty:perturbs_outputs"))
+    imports = {line.split()[1] for line in text.splitlines() if line.startswith(("import ", "from "))}
+    assert imports <= {"contextlib", "sys", "torch", "conformance.backends.faulty"}
+    assert "    with torch.no_grad():\n        t0 = torch.sin(a)\n" in text
+    compile(text, "repro.py", "exec")
+
+
+HOSTILE = '<script>alert(1)</script> & </script><b>'
+
+
+def test_html_shows_hostile_strings_as_text(tmp_path):
+    record = record_for(PROGRAM, "conformance.backends.faulty:perturbs_outputs")
+    record["summary"] = HOSTILE
+    record["mismatches"][0]["eager"] = HOSTILE
+    record["body"] = HOSTILE
+    record["traces"] = {"first": HOSTILE, "execution": "", "backward": ""}
+    save(record, tmp_path / "findings", "main")
+    index = write_run(tmp_path, backend_name="x<y>", seed=1, command=HOSTILE)
+    for page in [index, *tmp_path.glob("*/report.html")]:
+        html = page.read_text()
+        assert HOSTILE not in html and "<script>" not in html and "</script><b>" not in html
+        assert "&lt;script&gt;alert(1)&lt;/script&gt; &amp;" in html
+
+
+def test_summary_follows_the_contract(tmp_path):
+    record = record_for(PROGRAM, "conformance.backends.faulty:perturbs_outputs")
+    record |= {"found_after_examples": 3, "found_after_seconds": 1.5}
+    save(record, tmp_path / "findings", "main")
+    write_run(tmp_path, backend_name="faulty", seed=7, command="c", examples=10, seconds=2.0, versions={"torch": "x"})
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert {"backend", "versions", "seed", "examples", "seconds", "mismatches"} <= set(summary)
+    m = summary["mismatches"][0]
+    assert {"signature", "oracle", "known", "summary", "statements", "repro", "report",
+            "found_after_examples", "found_after_seconds"} <= set(m)
+    assert (tmp_path / m["repro"]).is_file() and (tmp_path / m["report"]).is_file()
+    assert not Path(m["repro"]).is_absolute()
+    assert m["found_after_examples"] == 3 and m["known"] is False
+
+
+def test_workers_records_merge_to_the_smallest_program(tmp_path):
+    from conformance.report.records import merge
+
+    small = record_for(PROGRAM, "conformance.backends.faulty:perturbs_outputs")
+    big = dict(small, statements=9, source=small["source"] + "# more\n")
+    save(big, tmp_path, "gw0")
+    save(small, tmp_path, "gw1")
+    save(small, tmp_path, "gw1")
+    (merged,) = merge(tmp_path)
+    assert merged["statements"] == small["statements"] and merged["hits"] == 3
