@@ -26,11 +26,14 @@ class Result:
 
 
 def run_example(program: Program, backend, schedule: Schedule = SINGLE_CALL,
-                oracle_names: tuple[str, ...] = oracles.ORACLES) -> Result:
-    source = render(program)
-    eager = runner.run(program, None, schedule, source)
-    side = runner.run(program, backend, schedule, source)
-    return Result(program, schedule, source, eager, side, oracles.compare(eager, side, oracle_names))
+                oracle_names: tuple[str, ...] = oracles.ORACLES, timer: runner.Timer | None = None) -> Result:
+    with runner._phase(timer, "render"):
+        source = render(program)
+    eager = runner.run(program, None, schedule, source, timer)
+    side = runner.run(program, backend, schedule, source, timer)
+    with runner._phase(timer, "oracles"):
+        found = oracles.compare(eager, side, oracle_names)
+    return Result(program, schedule, source, eager, side, found)
 
 
 def failure_message(result: Result) -> str:

@@ -78,6 +78,16 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("path", type=Path, help="a summary.json, a report folder, or one mismatch's folder")
     rp.add_argument("--backend", help="backend SPEC to replay against (default: the one recorded)")
 
+    bn = sub.add_parser("bench", help="time each phase of an example, or shrinking (--shrink)")
+    bn.add_argument("--backend", default="thunder")
+    bn.add_argument("--examples", type=_positive_int, default=100)
+    bn.add_argument("--workers", type=_workers, default=1)
+    bn.add_argument("--seed", type=int, default=0)
+    bn.add_argument("--shrink", action="store_true", help="time from first failure to minimal, per known issue")
+    bn.add_argument("--shrink-seconds", type=_positive_seconds, default=60.0)
+    bn.add_argument("--issues", help="with --shrink: only these known issue ids, comma separated")
+    bn.add_argument("--json", type=Path, help="also write the figures here as JSON")
+
     rep = sub.add_parser("report", help="rewrite index.html and summary.json from a report folder's findings")
     rep.add_argument("report_dir", type=Path)
     rep.add_argument("--backend", default="thunder")
@@ -151,7 +161,22 @@ def cmd_report(args) -> int:
     return 0
 
 
-COMMANDS = {"fuzz": cmd_fuzz, "replay": cmd_replay, "report": cmd_report}
+def cmd_bench(args) -> int:
+    from conformance.bench import format_report, run_bench, run_shrink_bench, write_json
+
+    _load_backend(args.backend)
+    if args.shrink:
+        only = args.issues.split(",") if args.issues else None
+        result = run_shrink_bench(args.backend, args.examples, args.shrink_seconds, only)
+    else:
+        result = run_bench(args.backend, args.examples, args.workers, args.seed)
+    print(format_report(result))
+    if args.json:
+        write_json(result, args.json)
+    return 0
+
+
+COMMANDS = {"fuzz": cmd_fuzz, "replay": cmd_replay, "report": cmd_report, "bench": cmd_bench}
 
 
 def main(argv: list[str] | None = None) -> int:

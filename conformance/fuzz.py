@@ -75,8 +75,9 @@ class WorkerState:
 # ---------------------------------------------------------------------------- worker
 
 
-class ExampleTimeout(Exception):
-    """Raised by SIGALRM inside an example that ran past its time limit."""
+class ExampleTimeout(BaseException):
+    """Raised by SIGALRM inside an example that ran past its time limit. A BaseException,
+    so that the runner, which records what a program raises, does not take it for one."""
 
 
 def _on_alarm(signum, frame):
@@ -226,6 +227,7 @@ def _crash_record(cfg: FuzzConfig, wid: int, why: str, signature_kind: str, seco
         "mismatches": [{"oracle": oracle, "aspect": signature_kind.split(".", 1)[1], "where": "worker process",
                         "eager": "returned", "backend": why, "call": None, "ambient": None, "line": why}],
         "statements": count_statements(program) if program else 0,
+        "inputs": "", "calls": [],
         "body": render_body(program) if program else "(the example could not be recovered)",
         "source": render(program) if program else "", "program": data["program"] if program else None,
         "schedule": data["schedule"] if program else None, "backend": cfg.backend, "backend_spec": cfg.backend,

@@ -7,7 +7,9 @@ restored after every call, whatever the program or the backend left behind.
 
 from __future__ import annotations
 
+import contextlib
 import linecache
+import time
 import traceback
 from typing import Any, Callable
 
@@ -19,6 +21,25 @@ from conformance.outcome import CallOutcome, ErrorInfo, Leaf, SideOutcome
 from conformance.program import Program, TensorInput, render
 
 _counter = 0
+
+
+class Timer:
+    """Seconds spent per phase, for `python -m conformance bench`; None costs nothing."""
+
+    def __init__(self):
+        self.seconds: dict[str, float] = {}
+
+    @contextlib.contextmanager
+    def phase(self, name: str):
+        t0 = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.seconds[name] = self.seconds.get(name, 0.0) + time.perf_counter() - t0
+
+
+def _phase(timer: "Timer | None", name: str):
+    return timer.phase(name) if timer is not None else contextlib.nullcontext()
 
 
 def load(program: Program, source: str | None = None) -> Any:
@@ -133,6 +154,8 @@ def run_call(
     index: int,
     params: list[torch.Tensor],
     record_set_grad: bool = False,
+    timer: Timer | None = None,
+    side: str = "eager",
 ) -> tuple[CallOutcome, tuple[Any, ...]]:
     """One call under its ambient mode, then backward; returns the outcome and raw outputs."""
     outcome = CallOutcome(spec)
@@ -143,7 +166,7 @@ def run_call(
     )
     calls: list[bool] = []
     raw: tuple[Any, ...] = ()
-    with grad_mode.ambient(spec.ambient):
+    with grad_mode.ambient(spec.ambient), _phase(timer, f"{side} call"):
         try:
             if record_set_grad:
                 with grad_mode.recording_set_grad_enabled(calls):
@@ -163,7 +186,7 @@ def run_call(
         differentiable = [(i, x) for i, x in enumerate(raw) if _differentiable(x)]
         if differentiable:
             try:
-                with grad_mode.clean():
+                with grad_mode.clean(), _phase(timer, f"{side} backward"):
                     torch.autograd.backward(
                         [x for _, x in differentiable],
                         [cotangent(x, program, index, i) for i, x in differentiable],
@@ -182,9 +205,11 @@ def run_call(
     return outcome, raw
 
 
-def run(program: Program, backend, schedule: Schedule, source: str | None = None) -> SideOutcome:
+def run(program: Program, backend, schedule: Schedule, source: str | None = None,
+        timer: Timer | None = None) -> SideOutcome:
     """Run the program on one side: `backend` is None for eager, else a Backend object."""
     side = SideOutcome("eager" if backend is None else backend.name)
+    label = "eager" if backend is None else "backend"
     params: list[torch.Tensor] = []
     try:
         with grad_mode.clean():
@@ -198,7 +223,8 @@ def run(program: Program, backend, schedule: Schedule, source: str | None = None
         side.setup_error = error_info(exc, "setup")
         return side
     for index, spec in enumerate(schedule):
-        outcome, _ = run_call(program, callee, spec, index, params, record_set_grad=backend is None)
+        outcome, _ = run_call(program, callee, spec, index, params, record_set_grad=backend is None,
+                              timer=timer, side=label)
         if backend is not None:
             outcome.traces = backend.trace_facts(callee)
         side.calls.append(outcome)

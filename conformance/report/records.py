@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from conformance import serialize
+from conformance.check import describe_call, describe_inputs
 from conformance.program import count_statements, render_body
 
 
@@ -29,6 +30,8 @@ def record_of(finding, backend, *, examples: int | None = None, seconds: float |
         "mismatches": [vars(x) | {"line": x.line()} for x in r.mismatches],
         "statements": count_statements(r.program),
         "body": render_body(r.program),
+        "inputs": describe_inputs(r.program),
+        "calls": [describe_call(c) for c in r.schedule],
         "source": r.source,
         "program": serialize.encode(r.program),
         "schedule": serialize.encode(r.schedule),

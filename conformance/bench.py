@@ -1,0 +1,165 @@
+"""`python -m conformance bench`: where an example's time goes, and how fast shrinking is.
+
+Per phase (generate, render, eager call, eager backward, backend call, backend backward,
+oracles, report, other), the median time per example and its share of the wall time;
+examples/s per worker and overall; and efficiency = backend time / wall time (the
+backend's compile and run, which thunder does in one call, plus its backward).
+
+`--shrink` instead finds each known issue's mismatch class from scratch and reports the
+wall time from the first failing example to the minimal program, per issue and median.
+"""
+
+from __future__ import annotations
+
+import json
+import multiprocessing as mp
+import statistics
+import time
+from pathlib import Path
+
+PHASES = ("generate", "render", "eager call", "eager backward", "backend call", "backend backward", "oracles",
+          "report", "other")
+BACKEND_PHASES = ("backend call", "backend backward")
+
+
+def _worker(spec: str, examples: int, seed: int, out) -> None:
+    from hypothesis import HealthCheck, Phase, given, settings
+    from hypothesis import seed as hseed
+
+    from conformance.backends import get
+    from conformance.check import run_example
+    from conformance.report.records import record_of
+    from conformance.runner import Timer
+    from conformance.suite import examples as example_strategy
+
+    backend = get(spec)
+    per_example: list[dict] = []
+    body_total = 0.0
+
+    def prop(example):
+        nonlocal body_total
+        t0 = time.perf_counter()
+        timer = Timer()
+        result = run_example(example[0], backend, example[1], timer=timer)
+        if result.mismatches:
+            with timer.phase("report"):
+                from conformance.oracles.mismatch import exception_class
+                from conformance.suite import finding_of
+
+                exc = exception_class(result.mismatches[0])(result.mismatches)
+                exc.result = result
+                record_of(finding_of(exc, backend.name, []), backend)
+        elapsed = time.perf_counter() - t0
+        body_total += elapsed
+        timer.seconds["other"] = max(0.0, elapsed - sum(timer.seconds.values()))
+        per_example.append(timer.seconds)
+
+    test = settings(max_examples=examples, database=None, deadline=None, phases=[Phase.generate],
+                    suppress_health_check=list(HealthCheck))(given(example_strategy())(prop))
+    test = hseed(seed)(test)
+    start = time.perf_counter()
+    test()
+    wall = time.perf_counter() - start
+    import resource
+
+    out.put({"wall": wall, "body": body_total, "examples": per_example,
+             "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024})
+
+
+def run_bench(spec: str, examples: int, workers: int, seed: int = 0) -> dict:
+    ctx = mp.get_context("spawn")
+    out = ctx.Queue()
+    share = [examples // workers + (1 if i < examples % workers else 0) for i in range(workers)]
+    procs = [ctx.Process(target=_worker, args=(spec, n, seed + i, out)) for i, n in enumerate(share)]
+    for p in procs:
+        p.start()
+    results = [out.get() for _ in procs]
+    for p in procs:
+        p.join()
+    rows = [e for r in results for e in r["examples"]]
+    for r in results:  # what Hypothesis spent outside the test body: drawing the examples
+        gen = max(0.0, r["wall"] - r["body"]) / max(1, len(r["examples"]))
+        for e in r["examples"]:
+            e["generate"] = gen
+    walls = [r["wall"] for r in results]
+    total_wall = sum(r["wall"] for r in results)
+    phase_total = {p: sum(e.get(p, 0.0) for e in rows) for p in PHASES}
+    report = {
+        "backend": spec, "examples": len(rows), "workers": workers,
+        "phases": {p: {"median_ms": round(1000 * statistics.median([e.get(p, 0.0) for e in rows]), 3),
+                       "share": round(phase_total[p] / total_wall, 4)} for p in PHASES},
+        "examples_per_s_per_worker": round(statistics.mean(len(r["examples"]) / r["wall"] for r in results), 3),
+        "examples_per_s": round(len(rows) / max(walls), 3),
+        "efficiency": round(sum(phase_total[p] for p in BACKEND_PHASES) / total_wall, 4),
+        "peak_rss_mb": round(max(r["peak_rss_mb"] for r in results), 1),
+    }
+    return report
+
+
+def run_shrink_bench(spec: str, max_examples: int, shrink_seconds: float, only: list[str] | None = None) -> dict:
+    """Per known issue: find its mismatch class from scratch; time from the first failing
+    example to the minimal one (Hypothesis's `find` shrinks before returning)."""
+    from hypothesis import HealthCheck, find, settings
+    from hypothesis.errors import NoSuchExample
+
+    from conformance import known_issues
+    from conformance.backends import get
+    from conformance.check import run_example
+    from conformance.program import count_statements
+    from conformance.report.signatures import matches, signature
+    from conformance.shrinking import Memo, shrink_budget
+    from conformance.suite import examples
+
+    backend = get(spec)
+    rows = []
+    for issue in known_issues.load():
+        if (only and issue.id not in only) or not issue.applies_to(backend.name):
+            continue
+        run = Memo(run_example)
+        first: list[float] = []
+
+        def hit(example, issue=issue, run=run, first=first):
+            program, schedule = example
+            found = any(matches(signature(m, program, schedule), list(issue.signatures))
+                        for m in run(program, backend, schedule).mismatches)
+            if found and not first:
+                first.append(time.perf_counter())
+            return found
+
+        start = time.perf_counter()
+        try:
+            with shrink_budget(shrink_seconds):
+                program, _ = find(examples(), hit, settings=settings(
+                    max_examples=max_examples, database=None, deadline=None, derandomize=True,
+                    suppress_health_check=list(HealthCheck)))
+            end = time.perf_counter()
+            rows.append({"issue": issue.id, "found_after_s": round(first[0] - start, 2),
+                         "shrink_s": round(end - first[0], 2), "statements": count_statements(program)})
+        except NoSuchExample:
+            rows.append({"issue": issue.id, "found_after_s": None, "shrink_s": None, "statements": None})
+    times = [r["shrink_s"] for r in rows if r["shrink_s"] is not None]
+    return {"backend": spec, "issues": rows, "median_shrink_s": statistics.median(times) if times else None,
+            "found": len(times), "of": len(rows)}
+
+
+def format_report(r: dict) -> str:
+    if "issues" in r:
+        lines = [f"shrinking on {r['backend']}: median {r['median_shrink_s']} s from first failure to minimal "
+                 f"({r['found']} of {r['of']} known issues found)", f"{'issue':<48} {'found s':>8} {'shrink s':>9} {'stmts':>6}"]
+        for row in r["issues"]:
+            lines.append(f"{row['issue']:<48} {row['found_after_s'] if row['found_after_s'] is not None else '-':>8} "
+                         f"{row['shrink_s'] if row['shrink_s'] is not None else '-':>9} "
+                         f"{row['statements'] if row['statements'] is not None else '-':>6}")
+        return "\n".join(lines)
+    lines = [f"{r['examples']} examples on {r['backend']}, {r['workers']} worker(s)",
+             f"{'phase':<18} {'median ms':>10} {'share':>7}"]
+    for p, v in r["phases"].items():
+        lines.append(f"{p:<18} {v['median_ms']:>10.2f} {100 * v['share']:>6.1f}%")
+    lines.append(f"examples/s: {r['examples_per_s_per_worker']} per worker, {r['examples_per_s']} overall")
+    lines.append(f"efficiency (backend time / wall time): {r['efficiency']}")
+    lines.append(f"peak RSS per worker: {r['peak_rss_mb']} MB")
+    return "\n".join(lines)
+
+
+def write_json(r: dict, path: Path) -> None:
+    Path(path).write_text(json.dumps(r, indent=1))

@@ -1,0 +1,26 @@
+"""Smoke test of `python -m conformance bench`: every phase reported, shares that add up."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_bench_reports_every_phase(tmp_path):
+    out = tmp_path / "bench.json"
+    proc = subprocess.run([sys.executable, "-m", "conformance", "bench", "--backend",
+                           "conformance.backends.faulty:perturbs_outputs", "--examples", "12", "--workers", "1",
+                           "--json", str(out)], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    r = json.loads(out.read_text())
+    assert r["examples"] == 12 and r["workers"] == 1
+    from conformance.bench import PHASES
+
+    assert set(r["phases"]) == set(PHASES)
+    shares = sum(v["share"] for v in r["phases"].values())
+    assert 0.9 < shares < 1.1, r["phases"]
+    assert 0 < r["efficiency"] < 1 and r["examples_per_s"] > 0
+    assert r["phases"]["report"]["share"] > 0  # this backend mismatches: records get built
+    assert "efficiency" in proc.stdout
