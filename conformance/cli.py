@@ -88,6 +88,12 @@ def build_parser() -> argparse.ArgumentParser:
     bn.add_argument("--issues", help="with --shrink: only these known issue ids, comma separated")
     bn.add_argument("--json", type=Path, help="also write the figures here as JSON")
 
+    sc = sub.add_parser("selfcheck", help="prove every planted fault is caught, and by which oracle")
+    sc.add_argument("--examples", type=_positive_int, default=200, help="budget per mutant and seed")
+    sc.add_argument("--seeds", type=_positive_int, default=1)
+    sc.add_argument("--mutants", help="only these, comma separated")
+    sc.add_argument("--json", type=Path)
+
     rep = sub.add_parser("report", help="rewrite index.html and summary.json from a report folder's findings")
     rep.add_argument("report_dir", type=Path)
     rep.add_argument("--backend", default="thunder")
@@ -176,7 +182,22 @@ def cmd_bench(args) -> int:
     return 0
 
 
-COMMANDS = {"fuzz": cmd_fuzz, "replay": cmd_replay, "report": cmd_report, "bench": cmd_bench}
+def cmd_selfcheck(args) -> int:
+    from conformance.selfcheck import ALL, format_rows, selfcheck
+
+    only = args.mutants.split(",") if args.mutants else None
+    unknown = sorted(set(only or []) - {name for name, _, _ in ALL})
+    if unknown:
+        raise UsageError(f"unknown mutant(s) {', '.join(unknown)}; known: {', '.join(n for n, _, _ in ALL)}")
+    _load_backend("thunder") if not only or any(n in only for n, _, b in ALL if b) else None
+    rows = selfcheck(args.examples, args.seeds, only)
+    print(format_rows(rows))
+    if args.json:
+        args.json.write_text(json.dumps(rows, indent=1))
+    return 0 if all(r["caught"] for r in rows) else 1
+
+
+COMMANDS = {"selfcheck": cmd_selfcheck, "fuzz": cmd_fuzz, "replay": cmd_replay, "report": cmd_report, "bench": cmd_bench}
 
 
 def main(argv: list[str] | None = None) -> int:
