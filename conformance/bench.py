@@ -35,13 +35,15 @@ def _worker(spec: str, examples: int, seed: int, out) -> None:
     backend = get(spec)
     per_example: list[dict] = []
     body_total = 0.0
+    mismatching = 0
 
     def prop(example):
-        nonlocal body_total
+        nonlocal body_total, mismatching
         t0 = time.perf_counter()
         timer = Timer()
         result = run_example(example[0], backend, example[1], timer=timer)
         if result.mismatches:
+            mismatching += 1
             with timer.phase("report"):
                 from conformance.oracles.mismatch import exception_class
                 from conformance.suite import finding_of
@@ -62,7 +64,7 @@ def _worker(spec: str, examples: int, seed: int, out) -> None:
     wall = time.perf_counter() - start
     import resource
 
-    out.put({"wall": wall, "body": body_total, "examples": per_example,
+    out.put({"wall": wall, "body": body_total, "examples": per_example, "mismatching": mismatching,
              "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024})
 
 
@@ -92,6 +94,7 @@ def run_bench(spec: str, examples: int, workers: int, seed: int = 0) -> dict:
         "examples_per_s": round(len(rows) / max(walls), 3),
         "efficiency": round(sum(phase_total[p] for p in BACKEND_PHASES) / total_wall, 4),
         "peak_rss_mb": round(max(r["peak_rss_mb"] for r in results), 1),
+        "mismatching_examples": sum(r["mismatching"] for r in results),
     }
     return report
 
@@ -158,6 +161,7 @@ def format_report(r: dict) -> str:
     lines.append(f"examples/s: {r['examples_per_s_per_worker']} per worker, {r['examples_per_s']} overall")
     lines.append(f"efficiency (backend time / wall time): {r['efficiency']}")
     lines.append(f"peak RSS per worker: {r['peak_rss_mb']} MB")
+    lines.append(f"examples with a mismatch: {r['mismatching_examples']}")
     return "\n".join(lines)
 
 

@@ -94,6 +94,14 @@ def build_parser() -> argparse.ArgumentParser:
     sc.add_argument("--mutants", help="only these, comma separated")
     sc.add_argument("--json", type=Path)
 
+    mx = sub.add_parser("matrix", help="fuzz each backend and write docs/matrix.md: constructs x backends")
+    mx.add_argument("--backends", default="thunder,torch.compile", help="comma-separated SPECs")
+    mx.add_argument("--seconds", type=_positive_seconds, required=True, help="fuzzing budget per backend")
+    mx.add_argument("--workers", type=_workers, default=1)
+    mx.add_argument("--seed", type=int)
+    mx.add_argument("--report-dir", type=Path, default=Path("reports/matrix"))
+    mx.add_argument("--docs", type=Path, default=Path("docs"))
+
     rep = sub.add_parser("report", help="rewrite index.html and summary.json from a report folder's findings")
     rep.add_argument("report_dir", type=Path)
     rep.add_argument("--backend", default="thunder")
@@ -197,7 +205,17 @@ def cmd_selfcheck(args) -> int:
     return 0 if all(r["caught"] for r in rows) else 1
 
 
-COMMANDS = {"selfcheck": cmd_selfcheck, "fuzz": cmd_fuzz, "replay": cmd_replay, "report": cmd_report, "bench": cmd_bench}
+def cmd_matrix(args) -> int:
+    from conformance.matrix import run_matrix
+
+    _check_report_dir(args.report_dir)
+    path = run_matrix([b.strip() for b in args.backends.split(",") if b.strip()], args.seconds, args.workers,
+                      args.seed, args.report_dir, args.docs)
+    print(f"matrix: {path}")
+    return 0
+
+
+COMMANDS = {"matrix": cmd_matrix, "selfcheck": cmd_selfcheck, "fuzz": cmd_fuzz, "replay": cmd_replay, "report": cmd_report, "bench": cmd_bench}
 
 
 def main(argv: list[str] | None = None) -> int:

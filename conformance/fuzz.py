@@ -70,6 +70,8 @@ class WorkerState:
     crashes: int = 0
     last_beat: float = field(default_factory=time.monotonic)
     hits_unshrunk: Counter = field(default_factory=Counter)
+    constructs: Counter = field(default_factory=Counter)  # over finished incarnations
+    constructs_now: dict = field(default_factory=dict)  # of the running one
 
 
 # ---------------------------------------------------------------------------- worker
@@ -117,6 +119,7 @@ def worker_main(cfg: FuzzConfig, wid: int, incarnation: int, messages, stop, sta
     shrunk: Counter = Counter()
     raw_saved: set[str] = set()
     run = Memo(run_example)
+    seen: Counter = Counter()  # examples per construct, for the conformance matrix
     last_beat = 0.0
 
     def beat(force=False):
@@ -124,7 +127,7 @@ def worker_main(cfg: FuzzConfig, wid: int, incarnation: int, messages, stop, sta
         now = time.monotonic()
         if force or now - last_beat > 1.0:
             last_beat = now
-            messages.put(("beat", wid, run.misses, _rss_mb()))
+            messages.put(("beat", wid, run.misses, _rss_mb(), dict(seen)))
 
     def over() -> bool:
         m = run.misses
@@ -138,8 +141,11 @@ def worker_main(cfg: FuzzConfig, wid: int, incarnation: int, messages, stop, sta
         beat()
         write_atomic(current, json.dumps({"program": encode(program), "schedule": encode(schedule)}))
         signal.setitimer(signal.ITIMER_REAL, cfg.example_timeout)
+        before = run.misses
         try:
             result = run(program, backend, schedule)
+            if run.misses > before:
+                seen.update(constructs(program) or {"plain ops"})
         except ExampleTimeout:
             result = Result(program, schedule, "", SideOutcome("eager"), SideOutcome(backend.name),
                             [Mismatch("hang", "example timed out", "the whole example", "returned",
@@ -200,7 +206,7 @@ def worker_main(cfg: FuzzConfig, wid: int, incarnation: int, messages, stop, sta
         chunk += 1
         beat(force=True)
     current.unlink(missing_ok=True)
-    messages.put(("exit", wid, run.misses, _rss_mb(), "recycle" if not stop.is_set() and time.time() < deadline
+    messages.put(("exit", wid, run.misses, _rss_mb(), dict(seen), "recycle" if not stop.is_set() and time.time() < deadline
                   and (cfg.max_examples is None or run.misses < cfg.max_examples) else "done"))
 
 
@@ -287,6 +293,8 @@ def run_fuzz(cfg: FuzzConfig, out=sys.stdout) -> int:
         w.process = ctx.Process(target=worker_main, args=(wcfg, w.id, w.restarts, messages, stop, start),
                                 name=f"conformance-fuzz-{w.id}", daemon=True)
         w.process.start()
+        w.constructs.update(w.constructs_now)  # what a dead or recycled incarnation had counted
+        w.constructs_now = {}
         w.examples_now = 0
         w.last_beat = time.monotonic()
 
@@ -303,8 +311,11 @@ def run_fuzz(cfg: FuzzConfig, out=sys.stdout) -> int:
                 w.examples += msg[2] - w.examples_now
                 w.examples_now = msg[2]
                 w.peak_rss_mb = max(w.peak_rss_mb, msg[3])
+                w.constructs_now = msg[4]
                 if kind == "exit":
-                    w.finished = msg[4]
+                    w.finished = msg[5]
+                    w.constructs.update(w.constructs_now)
+                    w.constructs_now = {}
             elif kind == "finding":
                 signatures[msg[2]] = msg[3]
             elif kind == "unshrunk":
@@ -401,6 +412,7 @@ def run_fuzz(cfg: FuzzConfig, out=sys.stdout) -> int:
     extra = {"workers": [{"id": w.id, "examples": w.examples, "peak_rss_mb": round(w.peak_rss_mb, 1),
                           "restarts": w.restarts, "crashes": w.crashes} for w in workers],
              "fixed_since_baseline": fixed, "interrupted": interrupted,
+             "construct_examples": dict(sum((w.constructs + Counter(w.constructs_now) for w in workers), Counter())),
              "unshrunk_hits": dict(unshrunk)}
     index = write_run(folder, backend_name=cfg.backend, seed=cfg.seed, command=cfg.command, examples=total(),
                       seconds=round(seconds, 1), versions=versions, records=records, extra=extra)

@@ -85,23 +85,32 @@ def clean() -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def recording_set_grad_enabled(log: list[bool]) -> Iterator[None]:
+def replaced_set_grad_enabled(replacement) -> Iterator[None]:
+    """Within the block, torch._C._set_grad_enabled(mode) calls replacement(original, mode).
+
+    Every grad-mode context manager and torch.set_grad_enabled go through it, so this is
+    how eager code's grad-mode changes are observed (or, for planted faults, broken).
+    """
+    original = torch._C._set_grad_enabled
+    torch._C._set_grad_enabled = lambda mode: replacement(original, mode)
+    try:
+        yield
+    finally:
+        torch._C._set_grad_enabled = original
+
+
+def recording_set_grad_enabled(log: list[bool]):
     """Record every torch._C._set_grad_enabled call made by eager code in the block.
 
     The sequence is what thunder's first trace must show as marker symbols. Only used
     around the eager side: thunder looks the function up itself while tracing.
     """
-    original = torch._C._set_grad_enabled
 
-    def record(enabled: bool) -> None:
+    def record(original, enabled) -> None:
         log.append(bool(enabled))
         original(enabled)
 
-    torch._C._set_grad_enabled = record
-    try:
-        yield
-    finally:
-        torch._C._set_grad_enabled = original
+    return replaced_set_grad_enabled(record)
 
 
 # Whether torch.is_grad_enabled() is true under each ambient mode (inference mode disables grad).

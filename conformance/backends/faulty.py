@@ -10,6 +10,7 @@ from typing import Callable
 
 import torch
 
+from conformance import grad_mode
 from conformance.backends.base import CACHE_COUNTERS
 from conformance.outcome import CacheStats
 
@@ -130,12 +131,8 @@ class IgnoresGradModeCalls(_Wrapping):
     fault = "torch._C._set_grad_enabled ignored"
 
     def call(self, fn, args, compiled):
-        original = torch._C._set_grad_enabled
-        torch._C._set_grad_enabled = lambda mode: None
-        try:
+        with grad_mode.replaced_set_grad_enabled(lambda original, mode: None):
             return fn(*args)
-        finally:
-            torch._C._set_grad_enabled = original
 
 
 class ScalesGradients(_Wrapping):
@@ -177,16 +174,11 @@ class RaisesOnGradModeCalls(_Wrapping):
     fault = "raises on any grad-mode change"
 
     def call(self, fn, args, compiled):
-        original = torch._C._set_grad_enabled
-
-        def refuse(mode):
+        def refuse(original, mode):
             raise NotImplementedError("grad mode changes are not supported")
 
-        torch._C._set_grad_enabled = refuse
-        try:
+        with grad_mode.replaced_set_grad_enabled(refuse):
             return fn(*args)
-        finally:
-            torch._C._set_grad_enabled = original
 
 
 FAULTS = {

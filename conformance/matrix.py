@@ -1,0 +1,133 @@
+"""`python -m conformance matrix`: constructs (rows) x backends (columns).
+
+Runs the fuzz job per backend, then reads each cell off what it found:
+- mismatch: a signature whose shrunk program uses the construct (linked to its repro);
+- unsupported: every such signature is the backend raising where eager does not;
+- agree: examples used the construct and no signature's shrunk program needs it;
+- not run: no example used the construct (or the backend could not be loaded).
+A signature is attributed to the constructs its *shrunk* program still uses: shrinking
+removes what the mismatch does not need. Plain ops are the row for programs using none.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+from conformance.program import REGION_KINDS
+
+# Matrix rows: (row label, predicate over a construct name of program.constructs)
+ROWS = [
+    ("plain ops", lambda c: c == "plain ops"),
+    *[(f"with torch.{k}()" if k != "set_grad_enabled" else "with torch.set_grad_enabled(b)",
+       (lambda k: lambda c: c == k or c.startswith(f"{k}("))(k)) for k in REGION_KINDS],
+    ("torch.set_grad_enabled(b) call", lambda c: c.startswith("torch.set_grad_enabled(")),
+    ("torch._C._set_grad_enabled(b) call", lambda c: c.startswith("torch._C._set_grad_enabled(")),
+    ("@torch.no_grad() helper", lambda c: c == "@no_grad"),
+    ("@torch.enable_grad() helper", lambda c: c == "@enable_grad"),
+    ("if torch.is_grad_enabled()", lambda c: c == "if_is_grad_enabled"),
+    ("return torch.is_grad_enabled()", lambda c: c == "return_is_grad_enabled"),
+    (".detach()", lambda c: c == "detach"),
+    (".requires_grad_()", lambda c: c == "requires_grad_"),
+    ("creation op", lambda c: c == "create"),
+    ("creation op, requires_grad=True", lambda c: c == "create_requires_grad"),
+    ("in-place update", lambda c: c == "inplace"),
+    ("nn.Module with parameters", lambda c: c == "module"),
+]
+
+
+def _used(signature: str) -> list[str]:
+    """The constructs named after ' @ ' in a signature; exceptions and traces name none."""
+    return signature.split(" @ ", 1)[1].split() if " @ " in signature else []
+
+
+def cells(summary: dict | None) -> dict[str, tuple[str, list[dict]]]:
+    out = {}
+    for label, pred in ROWS:
+        if summary is None:
+            out[label] = ("not run", [])
+            continue
+        seen = sum(n for c, n in summary.get("construct_examples", {}).items() if pred(c))
+        hits = [m for m in summary["mismatches"]
+                if any(pred(c) for c in (_used(m["signature"]) or (["plain ops"] if " @ plain ops" in m["signature"] else [])))
+                or (m["oracle"] in ("exceptions",) and _program_uses(m, pred))]
+        if hits:
+            unsupported = all(m["signature"].startswith("exceptions.backend raised") for m in hits)
+            out[label] = ("unsupported" if unsupported else "mismatch", hits)
+        else:
+            out[label] = ("agree" if seen else "not run", [])
+    return out
+
+
+def _program_uses(m: dict, pred) -> bool:
+    from conformance import serialize
+    from conformance.program import constructs
+
+    if not m.get("program"):
+        return False
+    used = constructs(serialize.decode(m["program"])) or {"plain ops"}
+    return any(pred(c) for c in used)
+
+
+def write_matrix(summaries: dict[str, dict | None], report_dirs: dict[str, Path], docs: Path) -> Path:
+    docs.mkdir(parents=True, exist_ok=True)
+    links = docs / "matrix"
+    shutil.rmtree(links, ignore_errors=True)
+    table = {b: cells(s) for b, s in summaries.items()}
+    backends = list(summaries)
+    lines = ["# Conformance matrix", "",
+             "Constructs (rows) against backends (columns), from `python -m conformance matrix`. "
+             "A cell links to the repro of each signature whose shrunk program uses the construct; "
+             "known issues are in `conformance/known_issues.toml`.", ""]
+    for b in backends:
+        s = summaries[b]
+        if s:
+            lines.append(f"- **{b}**: {s['examples']} examples in {s['seconds']:.0f} s, "
+                         f"{len(s['mismatches'])} signatures; versions "
+                         + ", ".join(f"{k} {v}" for k, v in sorted(s['versions'].items())))
+        else:
+            lines.append(f"- **{b}**: not run (could not be loaded)")
+    lines += ["", "| construct | " + " | ".join(backends) + " |", "|---" * (len(backends) + 1) + "|"]
+    for label, _ in ROWS:
+        row = [label]
+        for b in backends:
+            state, hits = table[b][label]
+            if hits:
+                refs = []
+                for m in hits:
+                    target = links / b / (Path(m["repro"]).parent.name + ".py")
+                    target.parent.mkdir(parents=True, exist_ok=True)
+                    shutil.copyfile(report_dirs[b] / m["repro"], target)
+                    refs.append(f"[{len(refs) + 1}]({target.relative_to(docs).as_posix()} \"{m['signature']}\")")
+                row.append(f"{state} " + " ".join(refs))
+            else:
+                row.append(state)
+        lines.append("| " + " | ".join(row) + " |")
+    path = docs / "matrix.md"
+    path.write_text("\n".join(lines) + "\n")
+    (docs / "matrix.json").write_text(json.dumps(
+        {b: {label: state for label, (state, _) in table[b].items()} for b in backends}, indent=1))
+    return path
+
+
+def run_matrix(backends: list[str], seconds: float, workers: int, seed: int | None, report_root: Path,
+               docs: Path) -> Path:
+    from conformance.backends import BackendUnavailable, get
+    from conformance.fuzz import FuzzConfig, run_fuzz
+
+    summaries: dict[str, dict | None] = {}
+    dirs: dict[str, Path] = {}
+    for spec in backends:
+        folder = report_root / spec.replace("[", "_").replace("]", "").replace("=", "-").replace(" ", "-")
+        dirs[spec] = folder
+        try:
+            get(spec)
+        except BackendUnavailable as exc:
+            print(f"{spec}: not run ({exc})")
+            summaries[spec] = None
+            continue
+        run_fuzz(FuzzConfig(backend=spec, seconds=seconds, workers=workers, seed=seed, report_dir=folder,
+                            command=f"python -m conformance matrix --seconds {seconds:g}"))
+        summaries[spec] = json.loads((folder / "summary.json").read_text())
+    return write_matrix(summaries, dirs, docs)
