@@ -11,14 +11,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from hypothesis import event, given, note
+from hypothesis import Phase, event, given, note, settings
+from hypothesis import seed as hypothesis_seed
+from hypothesis.database import InMemoryExampleDatabase
 from hypothesis import strategies as st
 
 from conformance import known_issues as KI
 from conformance.check import Result, failure_message, raise_for, run_example
 from conformance.generators import STATEMENT_KINDS, programs, schedules
 from conformance.oracles.mismatch import ConformanceMismatch
-from conformance.program import REGION_KINDS, constructs
+from conformance.program import REGION_KINDS, constructs, count_statements
 from conformance.report.signatures import signature
 from conformance.shrinking import DEFAULT_SHRINK_SECONDS, Memo, shrink_budget
 
@@ -56,11 +58,21 @@ def finding_of(exc: ConformanceMismatch, backend_name: str, issues) -> Finding:
     return Finding(sig, result, KI.classify(sig, backend_name, issues))
 
 
+# A repro body a compiler engineer reads in a minute; past this, shrinking gets another pass.
+MAX_STATEMENTS = 6
+
+
 def check_area(backend, name: str, strategy, issues=None, on_finding=None,
-               shrink_seconds: float = DEFAULT_SHRINK_SECONDS) -> list[Finding]:
-    """Fuzz one area; return the findings, known and new. `on_finding` sees each one."""
+               shrink_seconds: float = DEFAULT_SHRINK_SECONDS, seed: int | None = None) -> list[Finding]:
+    """Fuzz one area; return the findings, known and new. `on_finding` sees each one.
+
+    Failures are kept in an in-memory example database; if a shrunk program still has
+    more than MAX_STATEMENTS statements (the shrink budget ran out), a second pass
+    replays them and resumes shrinking, as Hypothesis does on a rerun.
+    """
     issues = KI.load() if issues is None else issues
     run = Memo(run_example)
+    db = InMemoryExampleDatabase()
 
     def prop(example):
         program, schedule = example
@@ -71,14 +83,21 @@ def check_area(backend, name: str, strategy, issues=None, on_finding=None,
         raise_for(result)
 
     prop._hypothesis_internal_add_digest = f"{name}:{backend.name}".encode()
-    test = given(strategy)(prop)
-    try:
-        with shrink_budget(shrink_seconds):
-            test()
-    except BaseException as exc:  # noqa: BLE001 - split_failures re-raises what is not ours
-        findings = [finding_of(f, backend.name, issues) for f in split_failures(exc)]
-    else:
-        findings = []
+
+    def attempt(phases=None) -> list[Finding]:
+        test = settings(database=db, **({"phases": phases} if phases else {}))(given(strategy)(prop))
+        if seed is not None:
+            test = hypothesis_seed(seed)(test)
+        try:
+            with shrink_budget(shrink_seconds):
+                test()
+        except BaseException as exc:  # noqa: BLE001 - split_failures re-raises what is not ours
+            return [finding_of(f, backend.name, issues) for f in split_failures(exc)]
+        return []
+
+    findings = attempt()
+    if any(count_statements(f.result.program) > MAX_STATEMENTS for f in findings):
+        findings = attempt([Phase.reuse, Phase.shrink]) or findings
     for f in findings:
         if on_finding is not None:
             on_finding(f)

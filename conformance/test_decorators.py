@@ -3,6 +3,6 @@
 from conformance.suite import assert_no_new, check_area, examples
 
 
-def test_decorated_helpers(backend, record_finding):
+def test_decorated_helpers(backend, record_finding, conformance_seed):
     strategy = examples(regions=("no_grad", "enable_grad"), statements=("op", "helper", "region"), modules=False)
-    assert_no_new(check_area(backend, "decorators", strategy, on_finding=record_finding))
+    assert_no_new(check_area(backend, "decorators", strategy, on_finding=record_finding, seed=conformance_seed))

@@ -3,5 +3,5 @@
 from conformance.suite import assert_no_new, check_area, examples
 
 
-def test_all_constructs(backend, record_finding):
-    assert_no_new(check_area(backend, "everything", examples(), on_finding=record_finding))
+def test_all_constructs(backend, record_finding, conformance_seed):
+    assert_no_new(check_area(backend, "everything", examples(), on_finding=record_finding, seed=conformance_seed))

@@ -4,6 +4,6 @@ mid-body, and grad left disabled at return (which eager keeps after the call).""
 from conformance.suite import assert_no_new, check_area, examples
 
 
-def test_plain_grad_mode_calls(backend, record_finding):
+def test_plain_grad_mode_calls(backend, record_finding, conformance_seed):
     strategy = examples(regions=("no_grad", "enable_grad"), statements=("op", "set_grad", "region"), modules=False)
-    assert_no_new(check_area(backend, "plain_calls", strategy, on_finding=record_finding))
+    assert_no_new(check_area(backend, "plain_calls", strategy, on_finding=record_finding, seed=conformance_seed))

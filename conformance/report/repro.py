@@ -77,6 +77,8 @@ def render_repro(record: dict) -> str:
         backend_import=imp, backend_compile=comp.replace("(fn", "(fn", 1), program=source,
         calls=_pretty(calls), parameters=_pretty(params) if params else "", entry=program.entry_point,
         names=repr(names), expected_compilations=expected, count_compilations=count,
+        # White-box: only where the mismatch is in thunder's traces, so other repros stay plain.
+        thunder_traces=record["oracle"] == "traces" and imp == "import thunder",
     )
 
 
