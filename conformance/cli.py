@@ -101,6 +101,11 @@ def build_parser() -> argparse.ArgumentParser:
     mx.add_argument("--seed", type=int)
     mx.add_argument("--report-dir", type=Path, default=Path("reports/matrix"))
     mx.add_argument("--docs", type=Path, default=Path("docs"))
+    mx.add_argument("--use", action="append", default=[], metavar="SPEC=DIR",
+                    help="take an existing fuzz report folder for this backend instead of fuzzing it")
+
+    tr = sub.add_parser("triage", help="print known_issues.toml entries for a run's new signatures")
+    tr.add_argument("report_dir", type=Path, help="a report folder (with findings/) of fuzz or the suite")
 
     rep = sub.add_parser("report", help="rewrite index.html and summary.json from a report folder's findings")
     rep.add_argument("report_dir", type=Path)
@@ -209,13 +214,32 @@ def cmd_matrix(args) -> int:
     from conformance.matrix import run_matrix
 
     _check_report_dir(args.report_dir)
+    use = {}
+    for item in args.use:
+        spec, sep, folder = item.partition("=")
+        if not sep or not (Path(folder) / "summary.json").is_file():
+            raise UsageError(f"--use {item!r}: expected SPEC=DIR with DIR/summary.json from a fuzz run")
+        use[spec] = Path(folder)
     path = run_matrix([b.strip() for b in args.backends.split(",") if b.strip()], args.seconds, args.workers,
-                      args.seed, args.report_dir, args.docs)
+                      args.seed, args.report_dir, args.docs, use)
     print(f"matrix: {path}")
     return 0
 
 
-COMMANDS = {"matrix": cmd_matrix, "selfcheck": cmd_selfcheck, "fuzz": cmd_fuzz, "replay": cmd_replay, "report": cmd_report, "bench": cmd_bench}
+def cmd_triage(args) -> int:
+    from conformance.fuzz import merge_findings
+    from conformance.known_issues import stub
+
+    if not (args.report_dir / "findings").is_dir():
+        raise UsageError(f"{args.report_dir} has no findings/ folder")
+    new = [r for r in merge_findings(args.report_dir / "findings") if not r.get("known") and r.get("program")]
+    for r in new:
+        print(stub(r))
+    print(f"# {len(new)} new signature(s); give each a title and notes, merge those with one cause", file=sys.stderr)
+    return 0
+
+
+COMMANDS = {"triage": cmd_triage, "matrix": cmd_matrix, "selfcheck": cmd_selfcheck, "fuzz": cmd_fuzz, "replay": cmd_replay, "report": cmd_report, "bench": cmd_bench}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -33,7 +33,7 @@ from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from conformance.report.records import merge, write_atomic
+from conformance.report.records import merge, merge_pair, write_atomic
 
 CRASH_SIGNATURE = "crash.worker died"
 HANG_SIGNATURE = "hang.example timed out"
@@ -394,7 +394,10 @@ def run_fuzz(cfg: FuzzConfig, out=sys.stdout) -> int:
     if progress:
         out.write("\n")
     seconds = time.time() - start
-    records = merge_findings(findings) + crash_records
+    crashes: dict[str, dict] = {}
+    for r in crash_records:  # a worker that dies on every example is one signature, many hits
+        crashes[r["signature"]] = merge_pair(crashes[r["signature"]], r) if r["signature"] in crashes else r
+    records = merge_findings(findings) + list(crashes.values())
     for r in records:
         r["unshrunk_hits"] = unshrunk.get(r.get("class", ""), 0)
     records = _baseline_status(records, baseline)

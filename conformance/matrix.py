@@ -112,13 +112,19 @@ def write_matrix(summaries: dict[str, dict | None], report_dirs: dict[str, Path]
 
 
 def run_matrix(backends: list[str], seconds: float, workers: int, seed: int | None, report_root: Path,
-               docs: Path) -> Path:
+               docs: Path, use: dict[str, Path] | None = None) -> Path:
+    """Fuzz each backend (or take the report folder `use` names for it) and write the matrix."""
     from conformance.backends import BackendUnavailable, get
     from conformance.fuzz import FuzzConfig, run_fuzz
 
     summaries: dict[str, dict | None] = {}
     dirs: dict[str, Path] = {}
+    use = use or {}
     for spec in backends:
+        if spec in use:
+            dirs[spec] = use[spec]
+            summaries[spec] = json.loads((use[spec] / "summary.json").read_text())
+            continue
         folder = report_root / spec.replace("[", "_").replace("]", "").replace("=", "-").replace(" ", "-")
         dirs[spec] = folder
         try:

@@ -107,7 +107,8 @@ def check_area(backend, name: str, strategy, issues=None, on_finding=None,
 def new_findings_message(findings: list[Finding]) -> str:
     new = [f for f in findings if f.known is None]
     parts = [f"{len(new)} new grad-mode discrepancy(ies); minimal programs below. If one is a real "
-             "backend bug, add it to conformance/known_issues.toml (see README) with this program."]
+             "backend bug, record it: `python -m conformance triage reports/conformance` prints its "
+             "known_issues.toml entry (see README, 'Known issues')."]
     for f in new:
         parts += ["", f"signature: {f.signature}", failure_message(f.result)]
     return "\n".join(parts)
