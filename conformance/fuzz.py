@@ -242,15 +242,44 @@ def _crash_record(cfg: FuzzConfig, wid: int, why: str, signature_kind: str, seco
     }
 
 
+def _bug(signature: str) -> str:
+    # The class key: the constructs after " @ " vary with how far one night's shrinking got.
+    return signature.split(" @ ")[0]
+
+
 def _baseline_status(records: list[dict], baseline: dict | None) -> list[dict]:
-    """Triage against the previous night: new, known, still there; and the fixed ones."""
-    before = {m["signature"]: m for m in (baseline or {}).get("mismatches", [])}
+    """Triage against the previous night: still there (same bug as a baseline entry), else
+    known (in known_issues.toml) or new."""
+    before = {_bug(m["signature"]) for m in (baseline or {}).get("mismatches", [])}
     for r in records:
-        if r["signature"] in before:
+        if _bug(r["signature"]) in before:
             r["status"] = "still there"
         else:
             r["status"] = "known" if r.get("known") else "new"
     return records
+
+
+def _replay_unseen(baseline: dict, records: list[dict], spec: str) -> tuple[list[str], list[str]]:
+    """Baseline bugs not hit tonight: replay each recorded program; (fixed, still reproducing).
+    Not hitting a bug in one night's budget does not make it fixed."""
+    from conformance import serialize
+    from conformance.backends import get
+    from conformance.check import run_example
+    from conformance.report.signatures import signature
+
+    seen = {_bug(r["signature"]) for r in records}
+    unseen = [m for m in baseline["mismatches"] if _bug(m["signature"]) not in seen]
+    if not unseen:
+        return [], []
+    backend = get(spec)
+    fixed, still = [], []
+    for m in unseen:
+        if not m.get("program"):
+            continue
+        program, schedule = serialize.decode(m["program"]), serialize.decode(m["schedule"])
+        now = {_bug(signature(x, program, schedule)) for x in run_example(program, backend, schedule).mismatches}
+        (still if _bug(m["signature"]) in now else fixed).append(m["signature"])
+    return fixed, still
 
 
 def load_baseline(path: Path | None) -> dict | None:
@@ -408,18 +437,19 @@ def run_fuzz(cfg: FuzzConfig, out=sys.stdout) -> int:
         versions = {"python": sys.version.split()[0], "gradmode-conformance": __version__, **get(cfg.backend).versions()}
     except Exception:
         versions = {}
-    fixed = []
+    fixed, replayed = [], []
     if baseline is not None:
-        now_sigs = {r["signature"] for r in records}
-        fixed = [m["signature"] for m in baseline["mismatches"] if m["signature"] not in now_sigs]
+        fixed, replayed = _replay_unseen(baseline, records, cfg.backend)
     extra = {"workers": [{"id": w.id, "examples": w.examples, "peak_rss_mb": round(w.peak_rss_mb, 1),
                           "restarts": w.restarts, "crashes": w.crashes} for w in workers],
-             "fixed_since_baseline": fixed, "interrupted": interrupted,
+             "fixed_since_baseline": fixed, "still_there_on_replay": replayed, "interrupted": interrupted,
              "construct_examples": dict(sum((w.constructs + Counter(w.constructs_now) for w in workers), Counter())),
              "unshrunk_hits": dict(unshrunk)}
     index = write_run(folder, backend_name=cfg.backend, seed=cfg.seed, command=cfg.command, examples=total(),
                       seconds=round(seconds, 1), versions=versions, records=records, extra=extra)
     print_table(records, fixed, total(), seconds, index, out)
+    if replayed:
+        out.write(f"{len(replayed)} earlier signature(s) not hit tonight still reproduce when replayed\n")
     new = [r for r in records if r["status"] == "new"]
     return 1 if new else 0
 
