@@ -60,10 +60,6 @@ def describe_call(spec) -> str:
     return spec.ambient + flags
 
 
-class _Carrier:
-    """Attached to the raised exception so that the shrunk example's evidence is kept."""
-
-
 def raise_for(result: Result, ignore=lambda m: False) -> None:
     """Raise the exception class of the first mismatch that `ignore` does not excuse."""
     new = [m for m in result.mismatches if not ignore(m)]

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import jinja2
+import torch
 
-from conformance import runner, serialize
+from conformance import grad_mode, runner, serialize
 from conformance.oracles.recompiles import expected_compilations
 from conformance.program import Program
 
@@ -45,8 +46,6 @@ def render_repro(record: dict) -> str:
     program: Program = serialize.decode(record["program"])
     schedule = serialize.decode(record["schedule"])
     calls = []
-    from conformance import grad_mode
-
     with grad_mode.clean():
         eager = runner.run(program, None, schedule)
     for index, spec in enumerate(schedule):
@@ -55,8 +54,6 @@ def render_repro(record: dict) -> str:
         cots = []
         for k, leaf in enumerate(outs):
             if leaf.kind == "tensor" and leaf.dtype.startswith(("float", "bfloat", "complex")):
-                import torch
-
                 fake = torch.empty(leaf.shape, dtype=getattr(torch, leaf.dtype), device=leaf.device)
                 cots.append(_literal(runner.cotangent(fake, program, index, k)))
             else:
@@ -74,7 +71,7 @@ def render_repro(record: dict) -> str:
         signature=record["signature"], summary=record["summary"], known=record.get("known"),
         known_title=record.get("known_title"), backend=record["backend"],
         versions=", ".join(f"{k} {v}" for k, v in sorted(record.get("versions", {}).items())),
-        backend_import=imp, backend_compile=comp.replace("(fn", "(fn", 1), program=source,
+        backend_import=imp, backend_compile=comp, program=source,
         calls=_pretty(calls), parameters=_pretty(params) if params else "", entry=program.entry_point,
         names=repr(names), expected_compilations=expected, count_compilations=count,
         # White-box: only where the mismatch is in thunder's traces, so other repros stay plain.
