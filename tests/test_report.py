@@ -68,6 +68,16 @@ def test_repro_is_readable_and_imports_only_torch_and_the_backend(tmp_path):
     compile(text, "repro.py", "exec")
 
 
+def test_repro_inputs_are_fresh_tensors_like_the_harness_inputs():
+    # thunder treats a view input differently from a fresh one: a repro that passed views
+    # did not reproduce what the harness saw.
+    namespace = {"__name__": "repro"}
+    exec(render_repro(record_for(PROGRAM, "conformance.backends.faulty:perturbs_outputs")), namespace)
+    for values, shape in [(-2.0, []), ([[1.0, 2.0]], [1, 2]), ([], [2, 0])]:
+        t = namespace["make"](values, "float32", shape, "cpu", True)
+        assert t._base is None and t.is_leaf and t.requires_grad and list(t.shape) == shape
+
+
 HOSTILE = '<script>alert(1)</script> & </script><b>'
 
 
