@@ -94,7 +94,7 @@ def worker_main(cfg: FuzzConfig, wid: int, incarnation: int, messages, stop, sta
     """One worker process: fuzz in chunks until the deadline, stop, or recycling."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when to stop
     signal.signal(signal.SIGALRM, _on_alarm)
-    from hypothesis import HealthCheck, Phase, event, given, seed, settings
+    from hypothesis import HealthCheck, Phase, event, given, settings
     from hypothesis.database import DirectoryBasedExampleDatabase
 
     from conformance import known_issues
@@ -106,7 +106,7 @@ def worker_main(cfg: FuzzConfig, wid: int, incarnation: int, messages, stop, sta
     from conformance.report.records import record_of, save
     from conformance.serialize import encode
     from conformance.shrinking import Memo, shrink_budget
-    from conformance.suite import examples, finding_of, split_failures
+    from conformance.suite import examples, finding_of, seeded, split_failures
 
     backend = get(cfg.backend)
     backend.spec = cfg.backend
@@ -185,7 +185,7 @@ def worker_main(cfg: FuzzConfig, wid: int, incarnation: int, messages, stop, sta
                      suppress_health_check=list(HealthCheck))
         test = settings(s)(given(examples())(prop))
         if cfg.seed is not None:
-            test = seed(cfg.seed * 1_000_003 + wid * 10_007 + incarnation * 101 + chunk)(test)
+            test = seeded(test, cfg.seed * 1_000_003 + wid * 10_007 + incarnation * 101 + chunk)
         first_n, t0 = run.misses, time.time()
         try:
             with shrink_budget(cfg.shrink_seconds):

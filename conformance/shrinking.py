@@ -3,12 +3,14 @@
 Shrinking is where a fuzzing run spends most of its time: every candidate runs eager and
 a fresh compilation. Many candidates are the same Program (a changed draw that renders
 identically), so results are memoised per (program, schedule) within a run; and the
-shrinker gets an explicit budget instead of Hypothesis's 300 s per run.
+shrinker gets an explicit budget per class of mismatch instead of Hypothesis's 300 s
+per run shared by every class.
 """
 
 from __future__ import annotations
 
 import contextlib
+import time
 from collections import OrderedDict
 from typing import Callable, Iterator
 
@@ -17,20 +19,31 @@ DEFAULT_SHRINK_SECONDS = 60.0
 
 @contextlib.contextmanager
 def shrink_budget(seconds: float) -> Iterator[None]:
-    """Stop shrinking after `seconds` per Hypothesis run, keeping the smallest example so far.
+    """Give each class of mismatch `seconds` of shrinking, keeping the smallest example so far.
 
-    Hypothesis has no public setting for this; its engine reads MAX_SHRINKING_SECONDS
-    (hypothesis 6.1xx, pinned in constraints.txt). If the name goes away, shrinking keeps
-    Hypothesis's own limit rather than failing.
+    Hypothesis has one deadline for all the bugs of a run (MAX_SHRINKING_SECONDS, 300 s) and
+    stops after 500 successful shrinks in all (MAX_SHRINKS). With report_multiple_bugs an
+    area that finds eight classes would leave the last ones unshrunk; so the deadline is
+    restarted for each class Hypothesis shrinks, and time is the only bound. Hypothesis has
+    no public setting for either; its engine (hypothesis 6.1xx, pinned in constraints.txt)
+    reads these names. If they go away, shrinking keeps Hypothesis's own limits rather than
+    failing.
     """
     from hypothesis import reporting
     from hypothesis.internal.conjecture import engine
 
-    if not hasattr(engine, "MAX_SHRINKING_SECONDS"):
+    runner = getattr(engine, "ConjectureRunner", None)
+    if not (hasattr(engine, "MAX_SHRINKING_SECONDS") and hasattr(engine, "MAX_SHRINKS")
+            and callable(getattr(runner, "shrink", None))):
         yield
         return
-    old = engine.MAX_SHRINKING_SECONDS
+    old = engine.MAX_SHRINKING_SECONDS, engine.MAX_SHRINKS, runner.shrink
     outer = reporting.current_reporter()
+    original_shrink = runner.shrink
+
+    def shrink_one_class(self, *args, **kwargs):
+        self.finish_shrinking_deadline = time.perf_counter() + seconds
+        return original_shrink(self, *args, **kwargs)
 
     def reporter(text: str) -> None:
         # Hypothesis's "more than five minutes ... PLEASE REPORT THIS" is about its own
@@ -38,12 +51,12 @@ def shrink_budget(seconds: float) -> Iterator[None]:
         if not text.startswith("WARNING: Hypothesis has spent more than five minutes"):
             outer(text)
 
-    engine.MAX_SHRINKING_SECONDS = seconds
+    engine.MAX_SHRINKING_SECONDS, engine.MAX_SHRINKS, runner.shrink = seconds, 10**9, shrink_one_class
     try:
         with reporting.with_reporter(reporter):
             yield
     finally:
-        engine.MAX_SHRINKING_SECONDS = old
+        engine.MAX_SHRINKING_SECONDS, engine.MAX_SHRINKS, runner.shrink = old
 
 
 class Memo:

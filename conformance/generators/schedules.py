@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from hypothesis import strategies as st
 
@@ -23,18 +23,17 @@ Schedule = tuple[CallSpec, ...]
 
 
 @st.composite
-def call_specs(draw, n_inputs: int, index: int) -> CallSpec:
-    ambient = draw(st.sampled_from(AMBIENT_MODES), label=f"call{index}.ambient")
-    flags = tuple(
-        draw(st.one_of(st.none(), st.booleans()), label=f"call{index}.requires_grad[{i}]") for i in range(n_inputs)
-    )
-    return CallSpec(ambient, flags if any(f is not None for f in flags) else (), index)
+def call_specs(draw, n_inputs: int) -> CallSpec:
+    ambient = draw(st.sampled_from(AMBIENT_MODES), label="call.ambient")
+    flags = tuple(draw(st.one_of(st.none(), st.booleans()), label=f"call.requires_grad[{i}]") for i in range(n_inputs))
+    return CallSpec(ambient, flags if any(f is not None for f in flags) else ())
 
 
-@st.composite
-def schedules(draw, n_inputs: int, max_calls: int = 6) -> Schedule:
-    n = draw(st.integers(1, max_calls), label="calls")
-    return tuple(draw(call_specs(n_inputs, i)) for i in range(n))
+def schedules(n_inputs: int, max_calls: int = 6) -> st.SearchStrategy[Schedule]:
+    # A list, so that shrinking can drop any call, not only the last ones; each call gets
+    # fresh input values (values_seed) by its position.
+    return st.lists(call_specs(n_inputs), min_size=1, max_size=max_calls).map(
+        lambda calls: tuple(replace(c, values_seed=i) for i, c in enumerate(calls)))
 
 
 SINGLE_CALL: Schedule = (CallSpec(),)

@@ -159,7 +159,8 @@ def statements(draw, scope: Scope, depth: int, kinds: tuple[str, ...], allowed: 
     return draw(op_calls(scope))
 
 
-@st.composite
-def blocks(draw, scope: Scope, depth: int, kinds, allowed, max_size: int = 4, min_size: int = 1):
-    n = draw(st.integers(min_size, max_size), label="block.size")
-    return tuple(draw(statements(scope, depth, kinds, allowed)) for _ in range(n))
+def blocks(scope: Scope, depth: int, kinds, allowed, max_size: int = 4, min_size: int = 1):
+    # A list rather than a count and then that many statements: the shrinker can delete any
+    # statement of a list (with its "one more?" choice), but of a count only the last ones.
+    # The elements draw in order, each in the scope the ones before it left.
+    return st.lists(statements(scope, depth, kinds, allowed), min_size=min_size, max_size=max_size).map(tuple)
