@@ -125,6 +125,8 @@ ERR = ErrorInfo("RuntimeError", "boom", "call")
 def test_exceptions_both_raising_agree():
     failed = changed(BASE, error=ERR)
     assert exceptions.check(*eager_and([changed(BASE, error=ErrorInfo("TypeError", "other", "call"))], [failed])) == []
+    asserted = changed(BASE, error=ErrorInfo("AssertionError", "the program's own assert", "call"))
+    assert exceptions.check(*eager_and([asserted], [asserted])) == []
 
 
 @pytest.mark.parametrize("eager_error, backend_error, aspect", [
@@ -132,6 +134,7 @@ def test_exceptions_both_raising_agree():
     (ERR, None, "eager raised during call"),
     (None, ErrorInfo("RuntimeError", "x", "backward"), "backend raised during backward"),
     (ERR, ErrorInfo("RuntimeError", "x", "backward"), "raised at another stage"),
+    (ERR, ErrorInfo("AssertionError", "internal invariant", "call"), "backend raised an internal AssertionError"),
 ])
 def test_exceptions_catch_one_sided_raises(eager_error, backend_error, aspect):
     found = exceptions.check(*eager_and([changed(BASE, error=backend_error)], [changed(BASE, error=eager_error)]))
