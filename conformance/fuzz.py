@@ -15,8 +15,10 @@ What keeps an unattended night going:
 - workers are recycled after --recycle-after examples, or when their RSS passes
   --max-rss-mb, since thunder keeps caches per jitted function.
 
-Shrinking budget: each mismatch class (oracles.mismatch.class_key) is shrunk at most
---shrinks-per-class times per worker; later hits of that class are counted, not shrunk.
+Shrinking budget: each mismatch class (oracles.mismatch.class_key) gets --shrink-seconds
+per shrink, and is shrunk again (at most --shrinks-per-class times per worker) only while
+the worker's smallest program for it is longer than a repro should be; later hits of that
+class are counted, not shrunk.
 """
 
 from __future__ import annotations
@@ -102,11 +104,11 @@ def worker_main(cfg: FuzzConfig, wid: int, incarnation: int, messages, stop, sta
     from conformance.check import Result, raise_for, run_example
     from conformance.oracles.mismatch import Mismatch, class_key, exception_class
     from conformance.outcome import SideOutcome
-    from conformance.program import constructs
+    from conformance.program import constructs, count_statements
     from conformance.report.records import record_of, save
     from conformance.serialize import encode
     from conformance.shrinking import Memo, shrink_budget
-    from conformance.suite import examples, finding_of, seeded, split_failures
+    from conformance.suite import MAX_STATEMENTS, examples, finding_of, seeded, split_failures
 
     backend = get(cfg.backend)
     backend.spec = cfg.backend
@@ -117,6 +119,7 @@ def worker_main(cfg: FuzzConfig, wid: int, incarnation: int, messages, stop, sta
     db = DirectoryBasedExampleDatabase(str(cfg.db)) if cfg.db else None
     deadline = start + cfg.seconds
     shrunk: Counter = Counter()
+    smallest: dict[str, int] = {}  # statements of the smallest shrunk program, per class
     raw_saved: set[str] = set()
     run = Memo(run_example)
     seen: Counter = Counter()  # examples per construct, for the conformance matrix
@@ -159,7 +162,7 @@ def worker_main(cfg: FuzzConfig, wid: int, incarnation: int, messages, stop, sta
             return
         key = class_key(result.mismatches[0])
         event(key)
-        if shrunk[key] >= cfg.shrinks_per_class:
+        if shrunk[key] >= cfg.shrinks_per_class or smallest.get(key, MAX_STATEMENTS + 1) <= MAX_STATEMENTS:
             messages.put(("unshrunk", wid, key))
             return
         if key not in raw_saved:  # nothing found is lost, even if shrinking never ends
@@ -197,6 +200,7 @@ def worker_main(cfg: FuzzConfig, wid: int, incarnation: int, messages, stop, sta
             finding = finding_of(f, backend.name, issues)
             key = class_key(f.mismatches[0])
             shrunk[key] += 1
+            smallest[key] = min(smallest.get(key, 10**9), count_statements(f.result.program))
             rec = record_of(finding, backend, examples=first_n, seconds=t0 - start, command=cfg.command,
                             seed=cfg.seed)
             rec.update(shrunk=True, **{"class": key})
