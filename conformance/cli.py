@@ -77,6 +77,8 @@ def build_parser() -> argparse.ArgumentParser:
     rp = sub.add_parser("replay", help="re-run a repro folder or a summary.json's mismatches")
     rp.add_argument("path", type=Path, help="a summary.json, a report folder, or one mismatch's folder")
     rp.add_argument("--backend", help="backend SPEC to replay against (default: the one recorded)")
+    rp.add_argument("--scripts", action="store_true",
+                    help="run each mismatch's standalone repro.py instead of replaying through the harness")
 
     bn = sub.add_parser("bench", help="time each phase of an example, or shrinking (--shrink)")
     bn.add_argument("--backend", default="thunder")
@@ -165,7 +167,7 @@ def cmd_replay(args) -> int:
     from conformance.replay import ReplayError, replay
 
     try:
-        return replay(args.path, args.backend)
+        return replay(args.path, args.backend, scripts=args.scripts)
     except ReplayError as exc:
         raise UsageError(str(exc)) from None
 

@@ -87,6 +87,8 @@ def test_replay_of_a_summary(tmp_path):
     assert still.returncode == 1 and "still reproduces" in still.stdout, still.stdout + still.stderr
     fixed = cli("replay", str(tmp_path), "--backend", "eager")
     assert fixed.returncode == 0 and "fixed" in fixed.stdout, fixed.stdout + fixed.stderr
+    alone = cli("replay", str(tmp_path), "--scripts")
+    assert alone.returncode == 1 and "1 of 1 repro scripts still reproduce" in alone.stdout, alone.stdout + alone.stderr
     summary = json.loads((tmp_path / "summary.json").read_text())
     one = tmp_path / summary["mismatches"][0]["repro"]
     alone = cli("replay", str(one.parent))
