@@ -9,7 +9,7 @@ are not mismatches are harness bugs and propagate untouched.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from hypothesis import Phase, event, given, note, settings
 from hypothesis.database import InMemoryExampleDatabase
@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from conformance import known_issues as KI
 from conformance.check import Result, failure_message, raise_for, run_example
 from conformance.generators import STATEMENT_KINDS, programs, schedules
-from conformance.oracles.mismatch import ConformanceMismatch
+from conformance.oracles.mismatch import ConformanceMismatch, class_key
 from conformance.program import REGION_KINDS, constructs, count_statements
 from conformance.report.signatures import signature
 from conformance.shrinking import DEFAULT_SHRINK_SECONDS, Memo, shrink_budget
@@ -52,7 +52,9 @@ def split_failures(exc: BaseException) -> list[ConformanceMismatch]:
 
 
 def finding_of(exc: ConformanceMismatch, backend_name: str, issues) -> Finding:
-    result: Result = exc.result
+    # The mismatch Hypothesis shrank for comes first: reports describe that one.
+    result: Result = replace(exc.result, mismatches=list(exc.mismatches) + [
+        m for m in exc.result.mismatches if m not in exc.mismatches])
     sig = signature(exc.mismatches[0], result.program, result.schedule)
     return Finding(sig, result, KI.classify(sig, backend_name, issues))
 
@@ -96,9 +98,10 @@ def check_area(backend, name: str, strategy, issues=None, on_finding=None,
             event(c)
         result = run(program, backend, schedule)
         note(failure_message(result) if result.mismatches else "")
-        raise_for(result)
+        raise_for(result, ignore=lambda m: class_key(m) in small_enough)
 
     prop._hypothesis_internal_add_digest = f"{name}:{backend.name}".encode()
+    small_enough: set[str] = set()  # classes whose shrunk program is already a readable repro
 
     def attempt(phases=PHASES) -> list[Finding]:
         test = seeded(settings(database=db, phases=phases)(given(strategy)(prop)), seed)
@@ -111,11 +114,23 @@ def check_area(backend, name: str, strategy, issues=None, on_finding=None,
 
     findings = attempt()
     if any(count_statements(f.result.program) > MAX_STATEMENTS for f in findings):
-        findings = attempt((Phase.reuse, Phase.shrink)) or findings
+        # Resume shrinking from the database, for the classes still too long only: the
+        # others pass this time, so Hypothesis spends no budget re-confirming them.
+        small_enough.update(_key(f) for f in findings if count_statements(f.result.program) <= MAX_STATEMENTS)
+        best = {_key(f): f for f in findings}
+        for f in attempt((Phase.reuse, Phase.shrink)):
+            old = best.get(_key(f))
+            if old is None or count_statements(f.result.program) < count_statements(old.result.program):
+                best[_key(f)] = f
+        findings = list(best.values())
     for f in findings:
         if on_finding is not None:
             on_finding(f)
     return findings
+
+
+def _key(f: Finding) -> str:
+    return class_key(f.result.mismatches[0])
 
 
 def new_findings_message(findings: list[Finding]) -> str:

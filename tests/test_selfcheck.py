@@ -11,5 +11,5 @@ from conformance.selfcheck import hunt
 @pytest.mark.parametrize("name", list(MUTANTS))
 def test_thunder_mutant_is_caught(name):
     pytest.importorskip("thunder")
-    result = hunt(f"conformance.backends.mutants:{name}", "thunder", max_examples=60, seed=0)
-    assert result["caught"], f"{name} not caught in 60 examples: {result}"
+    result = hunt(f"conformance.backends.mutants:{name}", "thunder", max_examples=200, seed=0)
+    assert result["caught"], f"{name} not caught in 200 examples: {result}"

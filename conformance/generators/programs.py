@@ -38,10 +38,9 @@ def programs(
     env.update({f"self.{p.name}": Meta(p.shape, p.dtype, p.device) for p in params})
     scope = Scope(env, Names(), [], device)
     body = draw(blocks(scope, max_depth, regions, statements, max_size=max_statements))
-    names = scope.variables()
-    n_returns = draw(st.integers(1, min(3, len(names))), label="returns")
-    # Later variables first: the result of the last statement is the natural return value.
-    returns = tuple(draw(st.sampled_from(names[::-1]), label=f"return{i}") for i in range(n_returns))
+    # Variables in the order they were made (inputs first), so that deleting a statement
+    # after the returned variable while shrinking leaves the return pointing at it.
+    returns = tuple(draw(st.lists(st.sampled_from(scope.variables()), min_size=1, max_size=3), label="returns"))
     if draw(st.booleans(), label="return_is_grad_enabled"):
         returns += (GRAD_ENABLED,)
     seed = draw(st.integers(0, 2**16), label="seed")
