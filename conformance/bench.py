@@ -99,9 +99,11 @@ def run_bench(spec: str, examples: int, workers: int, seed: int = 0) -> dict:
     return report
 
 
-def run_shrink_bench(spec: str, max_examples: int, shrink_seconds: float, only: list[str] | None = None) -> dict:
+def run_shrink_bench(spec: str, max_examples: int, shrink_seconds: float, only: list[str] | None = None,
+                     on_row=None) -> dict:
     """Per known issue: find its mismatch class from scratch; time from the first failing
-    example to the minimal one (Hypothesis's `find` shrinks before returning)."""
+    example to the minimal one (Hypothesis's `find` shrinks before returning). `on_row` gets
+    each issue's row as soon as it is measured: a full run takes many minutes."""
     from hypothesis import HealthCheck, find, settings
     from hypothesis.errors import NoSuchExample
 
@@ -111,7 +113,7 @@ def run_shrink_bench(spec: str, max_examples: int, shrink_seconds: float, only: 
     from conformance.program import count_statements, render
     from conformance.report.signatures import matches, signature
     from conformance.shrinking import Memo, shrink_budget
-    from conformance.suite import examples
+    from conformance.suite import PHASES as SEARCH_PHASES, examples
 
     backend = get(spec)
     rows = []
@@ -139,7 +141,7 @@ def run_shrink_bench(spec: str, max_examples: int, shrink_seconds: float, only: 
         try:
             with shrink_budget(shrink_seconds):
                 program, _ = find(examples(), hit, settings=settings(
-                    max_examples=max_examples, database=None, deadline=None, derandomize=True,
+                    max_examples=max_examples, database=None, deadline=None, derandomize=True, phases=SEARCH_PHASES,
                     suppress_health_check=list(HealthCheck)))
             end = time.perf_counter()
             # to minimal: from the first failure until the final program first appeared; the
@@ -150,6 +152,8 @@ def run_shrink_bench(spec: str, max_examples: int, shrink_seconds: float, only: 
         except NoSuchExample:
             rows.append({"issue": issue.id, "found_after_s": None, "to_minimal_s": None, "shrink_s": None,
                          "statements": None})
+        if on_row is not None:
+            on_row(rows[-1])
     times = [r["to_minimal_s"] for r in rows if r["to_minimal_s"] is not None]
     return {"backend": spec, "issues": rows, "median_to_minimal_s": statistics.median(times) if times else None,
             "median_shrink_s": statistics.median(r["shrink_s"] for r in rows if r["shrink_s"] is not None)
@@ -160,14 +164,8 @@ def format_report(r: dict) -> str:
     if "issues" in r:
         lines = [f"shrinking on {r['backend']}: median {r['median_to_minimal_s']} s from first failure to the minimal "
                  f"program (shrinker done after {r['median_shrink_s']} s); {r['found']} of {r['of']} known issues found",
-                 f"{'issue':<44} {'found s':>8} {'minimal s':>10} {'shrink s':>9} {'stmts':>6}"]
-        dash = "-"
-        for row in r["issues"]:
-            lines.append(f"{row['issue']:<44} {row['found_after_s'] if row['found_after_s'] is not None else dash:>8} "
-                         f"{row['to_minimal_s'] if row['to_minimal_s'] is not None else dash:>10} "
-                         f"{row['shrink_s'] if row['shrink_s'] is not None else dash:>9} "
-                         f"{row['statements'] if row['statements'] is not None else dash:>6}")
-        return "\n".join(lines)
+                 SHRINK_HEADER]
+        return "\n".join(lines + [format_shrink_row(row) for row in r["issues"]])
     lines = [f"{r['examples']} examples on {r['backend']}, {r['workers']} worker(s)",
              f"{'phase':<18} {'median ms':>10} {'share':>7}"]
     for p, v in r["phases"].items():
@@ -177,6 +175,17 @@ def format_report(r: dict) -> str:
     lines.append(f"peak RSS per worker: {r['peak_rss_mb']} MB")
     lines.append(f"examples with a mismatch: {r['mismatching_examples']}")
     return "\n".join(lines)
+
+
+SHRINK_HEADER = f"{'issue':<44} {'found s':>8} {'minimal s':>10} {'shrink s':>9} {'stmts':>6}"
+
+
+def format_shrink_row(row: dict) -> str:
+    def cell(key, width):
+        return f"{row[key] if row[key] is not None else '-':>{width}}"
+
+    return (f"{row['issue']:<44} {cell('found_after_s', 8)} {cell('to_minimal_s', 10)} "
+            f"{cell('shrink_s', 9)} {cell('statements', 6)}")
 
 
 def write_json(r: dict, path: Path) -> None:

@@ -60,11 +60,10 @@ def describe_call(spec) -> str:
     return spec.ambient + flags
 
 
-def raise_for(result: Result, ignore=lambda m: False) -> None:
-    """Raise the exception class of the first mismatch that `ignore` does not excuse."""
-    new = [m for m in result.mismatches if not ignore(m)]
-    if not new:
+def raise_for(result: Result) -> None:
+    """Raise the exception class of the result's first mismatch, if it has any."""
+    if not result.mismatches:
         return
-    exc = exception_class(new[0])(new, failure_message(result))
+    exc = exception_class(result.mismatches[0])(result.mismatches, failure_message(result))
     exc.result = result
     raise exc

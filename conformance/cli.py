@@ -183,12 +183,14 @@ def cmd_report(args) -> int:
 
 
 def cmd_bench(args) -> int:
-    from conformance.bench import format_report, run_bench, run_shrink_bench, write_json
+    from conformance.bench import SHRINK_HEADER, format_report, format_shrink_row, run_bench, run_shrink_bench, write_json
 
     _load_backend(args.backend)
     if args.shrink:
         only = args.issues.split(",") if args.issues else None
-        result = run_shrink_bench(args.backend, args.examples, args.shrink_seconds, only)
+        print(SHRINK_HEADER, file=sys.stderr, flush=True)
+        result = run_shrink_bench(args.backend, args.examples, args.shrink_seconds, only,
+                                  on_row=lambda row: print(format_shrink_row(row), file=sys.stderr, flush=True))
     else:
         result = run_bench(args.backend, args.examples, args.workers, args.seed)
     print(format_report(result))

@@ -108,7 +108,7 @@ def worker_main(cfg: FuzzConfig, wid: int, incarnation: int, messages, stop, sta
     from conformance.report.records import record_of, save
     from conformance.serialize import encode
     from conformance.shrinking import Memo, shrink_budget
-    from conformance.suite import MAX_STATEMENTS, examples, finding_of, seeded, split_failures
+    from conformance.suite import MAX_STATEMENTS, PHASES, examples, finding_of, seeded, split_failures
 
     backend = get(cfg.backend)
     backend.spec = cfg.backend
@@ -180,7 +180,7 @@ def worker_main(cfg: FuzzConfig, wid: int, incarnation: int, messages, stop, sta
     prop._hypothesis_internal_add_digest = f"fuzz:{backend.name}".encode()
     chunk = 0
     while not over():
-        phases = [Phase.explicit, Phase.reuse, Phase.generate, Phase.target, Phase.shrink]
+        phases = list(PHASES)
         if chunk > 0 or incarnation > 0:
             phases.remove(Phase.reuse)  # replaying the database once per worker is enough
         s = settings(max_examples=cfg.chunk, database=db, phases=phases, deadline=None,
