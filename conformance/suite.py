@@ -91,6 +91,7 @@ def check_area(backend, name: str, strategy, issues=None, on_finding=None,
     issues = KI.load() if issues is None else issues
     run = Memo(run_example)
     db = InMemoryExampleDatabase()
+    small_enough: set[str] = set()  # classes whose shrunk program is already a readable repro
 
     def prop(example):
         program, schedule = example
@@ -106,7 +107,6 @@ def check_area(backend, name: str, strategy, issues=None, on_finding=None,
         raise_for(result)
 
     prop._hypothesis_internal_add_digest = f"{name}:{backend.name}".encode()
-    small_enough: set[str] = set()  # classes whose shrunk program is already a readable repro
 
     def attempt(phases=PHASES) -> list[Finding]:
         test = seeded(settings(database=db, phases=phases)(given(strategy)(prop)), seed)
