@@ -107,7 +107,7 @@ def worker_main(cfg: FuzzConfig, wid: int, incarnation: int, messages, stop, sta
     from conformance.program import constructs, count_statements
     from conformance.report.records import record_of, save
     from conformance.serialize import encode
-    from conformance.shrinking import Memo, shrink_budget
+    from conformance.shrinking import Budget, Memo, shrink_budget
     from conformance.suite import MAX_STATEMENTS, PHASES, examples, finding_of, seeded, split_failures
 
     backend = get(cfg.backend)
@@ -191,7 +191,8 @@ def worker_main(cfg: FuzzConfig, wid: int, incarnation: int, messages, stop, sta
             test = seeded(test, cfg.seed * 1_000_003 + wid * 10_007 + incarnation * 101 + chunk)
         first_n, t0 = run.misses, time.time()
         try:
-            with shrink_budget(cfg.shrink_seconds):
+            # Shrinking stops at the deadline too, so what it has is written on time.
+            with shrink_budget(Budget(seconds=cfg.shrink_seconds, run_seconds=max(1.0, deadline - time.time()))):
                 test()
             failures = []
         except BaseException as exc:  # noqa: BLE001 - split_failures re-raises harness bugs

@@ -26,6 +26,7 @@ class Leaf:
     has_grad_fn: bool | str = False  # a str when reading grad_fn raises
     is_leaf: bool = True
     is_inference: bool = False
+    is_input: str = ""  # for an output: the input or parameter it is (the same object), if any
 
 
 @dataclass(frozen=True)

@@ -32,6 +32,12 @@ settings.register_profile("dev", max_examples=40, **_COMMON)
 settings.register_profile("ci", max_examples=25, database=None, **_COMMON)
 settings.register_profile("nightly", max_examples=1500, **_COMMON)
 PROFILES = ("dev", "ci", "nightly")
+# Shrink budgets. ci counts candidate runs, not seconds, so that its minimal programs (and
+# their signatures) do not depend on how fast the machine is: what passes on a clean clone
+# here passes in CI. Per class, and per Hypothesis run: an area finds up to ~60 classes, most
+# of them second symptoms of a few bugs, and the suite resumes the ones left too long.
+CI_SHRINK_CALLS = 150
+CI_SHRINK_RUN_CALLS = 600
 
 
 def pytest_addoption(parser):
@@ -94,6 +100,28 @@ def conformance_seed(pytestconfig):
     if seed is None and pytestconfig.getoption("--conformance-profile") == "ci":
         return 0
     return seed
+
+
+@pytest.fixture(scope="session")
+def conformance_shrink(pytestconfig):
+    from conformance.shrinking import DEFAULT_SHRINK_SECONDS, Budget
+
+    if pytestconfig.getoption("--conformance-profile") == "ci":
+        return Budget(seconds=None, calls=CI_SHRINK_CALLS, run_seconds=None, run_calls=CI_SHRINK_RUN_CALLS)
+    return Budget(seconds=DEFAULT_SHRINK_SECONDS)
+
+
+@pytest.fixture
+def check(backend, record_finding, conformance_seed, conformance_shrink):
+    """`check(area, strategy)`: fuzz one area of the suite against the backend under test,
+    record every finding, and fail on the ones that are not known issues."""
+    from conformance.suite import assert_no_new, check_area
+
+    def run(name: str, strategy) -> None:
+        assert_no_new(check_area(backend, name, strategy, on_finding=record_finding, seed=conformance_seed,
+                                 shrink=conformance_shrink))
+
+    return run
 
 
 @pytest.fixture(scope="session")

@@ -107,7 +107,7 @@ def _read(x: torch.Tensor, attr: str) -> Any:
     return (value is not None) if attr == "grad_fn" else value
 
 
-def observe(x: Any) -> Leaf:
+def observe(x: Any, is_input: str = "") -> Leaf:
     if isinstance(x, torch.Tensor):
         with grad_mode.clean():
             value = x.detach().to("cpu", copy=True)
@@ -121,6 +121,7 @@ def observe(x: Any) -> Leaf:
             has_grad_fn=_read(x, "grad_fn"),
             is_leaf=_read(x, "is_leaf"),
             is_inference=x.is_inference(),
+            is_input=is_input,
         )
     return Leaf(kind="python", value=x)
 
@@ -182,7 +183,7 @@ def run_call(
     names = [i.name for i in program.inputs] + [f"self.{p.name}" for p in program.parameters]
     tensors = inputs + params
     if outcome.error is None:
-        outcome.outputs = tuple(observe(x) for x in raw)
+        outcome.outputs = tuple(observe(x, next((n for n, t in zip(names, tensors) if x is t), "")) for x in raw)
         differentiable = [(i, x) for i, x in enumerate(raw) if _differentiable(x)]
         if differentiable:
             try:

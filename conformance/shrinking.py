@@ -1,4 +1,4 @@
-"""Shrinking: a time budget for Hypothesis's shrinker, and a memo of example results.
+"""Shrinking: a budget per class for Hypothesis's shrinker, and a memo of example results.
 
 Shrinking is where a fuzzing run spends most of its time: every candidate runs eager and
 a fresh compilation. Many candidates are the same Program (a changed draw that renders
@@ -12,51 +12,93 @@ from __future__ import annotations
 import contextlib
 import time
 from collections import OrderedDict
+from dataclasses import dataclass
 from typing import Callable, Iterator
 
 DEFAULT_SHRINK_SECONDS = 60.0
+DEFAULT_RUN_SECONDS = 300.0  # Hypothesis's own bound on a run's shrinking
+
+
+@dataclass(frozen=True)
+class Budget:
+    """How long Hypothesis may shrink: per class of mismatch, and per run (all classes).
+
+    Per class in seconds or candidate runs (or both): running out ends the shrinking of that
+    class, and Hypothesis goes on to the next. Per run likewise: running out ends the run,
+    and the classes not shrunk yet are reported as found (the suite resumes those still too
+    long). Budgets in runs make a seeded run deterministic: the same minimal programs, hence
+    the same signatures, on a fast machine and a slow one; budgets in seconds bound a
+    fuzzing night by the clock instead."""
+
+    seconds: float | None = DEFAULT_SHRINK_SECONDS
+    calls: int | None = None
+    run_seconds: float | None = DEFAULT_RUN_SECONDS
+    run_calls: int | None = None
+
+    def __post_init__(self):
+        if self.seconds is None and self.calls is None:
+            raise ValueError("a shrink budget needs seconds, calls or both per class")
+
+    @staticmethod
+    def _spent(limit_s, limit_calls, start, calls: int) -> bool:
+        return (limit_calls is not None and calls - start[1] >= limit_calls) or (
+            limit_s is not None and time.perf_counter() - start[0] >= limit_s)
 
 
 @contextlib.contextmanager
-def shrink_budget(seconds: float) -> Iterator[None]:
-    """Give each class of mismatch `seconds` of shrinking, keeping the smallest example so far.
+def shrink_budget(budget: Budget | float) -> Iterator[None]:
+    """Shrink within `budget` (seconds per class, or a Budget), keeping the smallest example.
 
-    Hypothesis has one deadline for all the bugs of a run (MAX_SHRINKING_SECONDS, 300 s) and
-    stops after 500 successful shrinks in all (MAX_SHRINKS). With report_multiple_bugs an
-    area that finds eight classes would leave the last ones unshrunk; so the deadline is
-    restarted for each class Hypothesis shrinks, and time is the only bound. Hypothesis has
-    no public setting for either; its engine (hypothesis 6.1xx, pinned in constraints.txt)
-    reads these names. If they go away, shrinking keeps Hypothesis's own limits rather than
-    failing.
+    Hypothesis has one deadline for all the bugs of a run (MAX_SHRINKING_SECONDS, 300 s),
+    and it stops after 500 successful shrinks in all (MAX_SHRINKS): with
+    report_multiple_bugs, the classes after a slow one are reported unshrunk. Here both are
+    lifted. While the engine shrinks one class, a candidate run past that class's budget
+    raises the shrinker's own StopShrinking, which ends the shrinking of that class only;
+    past the run's budget, the engine's own exit ends the run, as its deadline would. The
+    check sits on the engine's test_function, which every candidate goes through (some
+    shrink passes call the engine directly, past the shrinker's own stall check).
+    Hypothesis has no public setting for any of this; its engine and shrinker (hypothesis
+    6.1xx, pinned in constraints.txt) have these names. If they go away, shrinking keeps
+    Hypothesis's own limits.
     """
-    from hypothesis import reporting
-    from hypothesis.internal.conjecture import engine
+    from hypothesis.internal.conjecture import engine, shrinker
 
+    budget = budget if isinstance(budget, Budget) else Budget(seconds=budget)
     runner = getattr(engine, "ConjectureRunner", None)
-    if not (hasattr(engine, "MAX_SHRINKING_SECONDS") and hasattr(engine, "MAX_SHRINKS")
-            and callable(getattr(runner, "shrink", None))):
+    stop = getattr(shrinker, "StopShrinking", None)
+    slow = getattr(getattr(engine, "ExitReason", None), "very_slow_shrinking", None)
+    if not (hasattr(engine, "MAX_SHRINKING_SECONDS") and hasattr(engine, "MAX_SHRINKS") and stop is not None
+            and slow is not None and callable(getattr(runner, "exit_with", None))
+            and callable(getattr(runner, "shrink", None)) and callable(getattr(runner, "test_function", None))):
         yield
         return
-    old = engine.MAX_SHRINKING_SECONDS, engine.MAX_SHRINKS, runner.shrink
-    outer = reporting.current_reporter()
-    original_shrink = runner.shrink
+    old = engine.MAX_SHRINKING_SECONDS, engine.MAX_SHRINKS, runner.shrink, runner.test_function
+    original_shrink, original_test_function = runner.shrink, runner.test_function
 
     def shrink_one_class(self, *args, **kwargs):
-        self.finish_shrinking_deadline = time.perf_counter() + seconds
-        return original_shrink(self, *args, **kwargs)
+        now = (time.perf_counter(), self.call_count)
+        self.__dict__.setdefault("_conformance_run_start", now)
+        self._conformance_class_start = now
+        try:
+            return original_shrink(self, *args, **kwargs)
+        finally:
+            self._conformance_class_start = None
 
-    def reporter(text: str) -> None:
-        # Hypothesis's "more than five minutes ... PLEASE REPORT THIS" is about its own
-        # limit; ours is shorter on purpose, and the smallest example so far is kept.
-        if not text.startswith("WARNING: Hypothesis has spent more than five minutes"):
-            outer(text)
+    def test_function(self, data):
+        start = getattr(self, "_conformance_class_start", None)
+        if start is not None:
+            if Budget._spent(budget.run_seconds, budget.run_calls, self._conformance_run_start, self.call_count):
+                self.exit_with(slow)
+            if Budget._spent(budget.seconds, budget.calls, start, self.call_count):
+                raise stop
+        return original_test_function(self, data)
 
-    engine.MAX_SHRINKING_SECONDS, engine.MAX_SHRINKS, runner.shrink = seconds, 10**9, shrink_one_class
+    engine.MAX_SHRINKING_SECONDS, engine.MAX_SHRINKS = float("inf"), 10**9
+    runner.shrink, runner.test_function = shrink_one_class, test_function
     try:
-        with reporting.with_reporter(reporter):
-            yield
+        yield
     finally:
-        engine.MAX_SHRINKING_SECONDS, engine.MAX_SHRINKS, runner.shrink = old
+        engine.MAX_SHRINKING_SECONDS, engine.MAX_SHRINKS, runner.shrink, runner.test_function = old
 
 
 class Memo:

@@ -21,7 +21,7 @@ from conformance.generators import STATEMENT_KINDS, programs, schedules
 from conformance.oracles.mismatch import ConformanceMismatch, class_key
 from conformance.program import REGION_KINDS, constructs, count_statements
 from conformance.report.signatures import signature
-from conformance.shrinking import DEFAULT_SHRINK_SECONDS, Memo, shrink_budget
+from conformance.shrinking import DEFAULT_SHRINK_SECONDS, Budget, Memo, shrink_budget
 
 
 @dataclass
@@ -81,9 +81,10 @@ def seeded(test, seed: int | None):
 
 
 def check_area(backend, name: str, strategy, issues=None, on_finding=None,
-               shrink_seconds: float = DEFAULT_SHRINK_SECONDS, seed: int | None = None) -> list[Finding]:
+               shrink: Budget | float = DEFAULT_SHRINK_SECONDS, seed: int | None = None) -> list[Finding]:
     """Fuzz one area; return the findings, known and new. `on_finding` sees each one.
 
+    `shrink` is the budget per class of mismatch (seconds, or a shrinking.Budget).
     Failures are kept in an in-memory example database; if a shrunk program still has
     more than MAX_STATEMENTS statements (the shrink budget ran out), a second pass
     replays them and resumes shrinking, as Hypothesis does on a rerun.
@@ -111,7 +112,7 @@ def check_area(backend, name: str, strategy, issues=None, on_finding=None,
     def attempt(phases=PHASES) -> list[Finding]:
         test = seeded(settings(database=db, phases=phases)(given(strategy)(prop)), seed)
         try:
-            with shrink_budget(shrink_seconds):
+            with shrink_budget(shrink):
                 test()
         except BaseException as exc:  # noqa: BLE001 - split_failures re-raises what is not ours
             return [finding_of(f, backend.name, issues) for f in split_failures(exc)]

@@ -90,6 +90,20 @@ def test_flags_catch_planted_faults(leaf, aspects):
     assert [m.aspect for m in found] == aspects
 
 
+def test_flags_say_when_an_output_is_the_input_itself():
+    new = tensor([1.0, 2.0], True, True)
+    itself = dataclasses.replace(tensor([1.0, 2.0], True, False), is_input="a")
+    found = flags.check(*eager_and([changed(BASE, outputs=(itself, Leaf("python", True)))],
+                                   [changed(BASE, outputs=(new, Leaf("python", True)))]))
+    assert [(m.eager, m.backend) for m in found] == [("a grad_fn", "grad_fn None, the input itself")]
+    # Both returning the input (`return a`) is no difference, and a new tensor says nothing more.
+    assert flags.check(*eager_and([changed(BASE, outputs=(itself, Leaf("python", True)))],
+                                  [changed(BASE, outputs=(itself, Leaf("python", True)))])) == []
+    plain = flags.check(*eager_and([changed(BASE, outputs=(tensor([1.0, 2.0], True, False), Leaf("python", True)))],
+                                   [BASE]))
+    assert [m.backend for m in plain] == ["grad_fn None"]
+
+
 def test_flags_of_inputs_after_the_call():
     found = flags.check(*eager_and([changed(BASE, after={"a": tensor([1.0, 2.0], False)})], [BASE]))
     assert [(m.aspect, m.where) for m in found] == [("requires_grad", "a after call")]
@@ -241,3 +255,15 @@ def test_each_kind_of_mismatch_raises_its_own_class():
 def test_compare_runs_every_oracle():
     assert set(oracles.CHECKS) == set(oracles.ORACLES)
     assert oracles.compare(*eager_and([BASE], [BASE])) == []
+
+
+def test_compare_puts_the_cause_first():
+    # A nested region's exit restored the wrong mode: the marker differs, and so does the
+    # flag of the output computed after it. The marker names the bug, so it comes first.
+    e = changed(BASE, set_grad_calls=(True, False, True))
+    b = changed(BASE, outputs=(tensor([1.0, 2.0], False, False), Leaf("python", True)),
+                traces=facts(markers_first=(True, False, False)))
+    found = oracles.compare(side(e), side(b, name="backend"))
+    assert [m.kind for m in found] == ["traces.markers", "flags.requires_grad", "flags.grad_fn"]
+    raised = changed(b, error=ErrorInfo("RuntimeError", "boom", "backward"))
+    assert oracles.compare(side(e), side(raised, name="backend"))[0].oracle == "exceptions"

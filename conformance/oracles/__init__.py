@@ -1,7 +1,8 @@
 """Oracles: each compares one observable of two SideOutcomes and returns Mismatches.
 
-`compare` runs them all in a fixed order; the exceptions oracle comes first, since a
-call that raised on one side only has nothing else worth comparing.
+`compare` runs them all in a fixed order and puts the mismatch that names the cause first:
+an exception (a call that raised on one side only has nothing else worth comparing), then
+a grad-mode marker that differs from eager's.
 """
 
 from __future__ import annotations
@@ -26,7 +27,16 @@ def compare(eager: SideOutcome, backend: SideOutcome, oracles: tuple[str, ...] =
     found: list[Mismatch] = []
     for name in oracles:
         found += CHECKS[name](eager, backend)
-    return found
+    return sorted(found, key=_cause_first)
+
+
+def _cause_first(m: Mismatch) -> int:
+    # The first mismatch names the example's bug (its signature, the class it shrinks
+    # under). An exception leaves nothing else of its call to compare. A grad-mode marker
+    # that differs from eager's _set_grad_enabled calls is the cause of the flags,
+    # gradients and grad mode after the call that differ with it, whatever the
+    # regions around it; ranked after those, each arrangement was a class of its own.
+    return 0 if m.oracle == "exceptions" else 1 if m.kind == "traces.markers" else 2
 
 
 __all__ = ["compare", "CHECKS", "ORACLES", "Mismatch", "ConformanceMismatch", "exception_class"]

@@ -1,0 +1,88 @@
+"""The shrink budget: per class of mismatch, in candidate runs or seconds, on a plain
+Hypothesis property with two bugs (no backend needed)."""
+
+import pytest
+from hypothesis import Phase, given, settings
+from hypothesis import strategies as st
+
+from conformance.shrinking import Budget, shrink_budget
+
+
+class TooLarge(Exception):
+    pass
+
+
+class TooLong(Exception):
+    pass
+
+
+def run_two_bugs(budget: Budget):
+    """Runs a property with two bugs under `budget`; returns (runs after the first failure,
+    the first and the final failing example of each bug)."""
+    runs: list[list[int]] = []
+
+    @settings(database=None, derandomize=True, max_examples=300, report_multiple_bugs=True,
+              phases=[Phase.generate, Phase.shrink])
+    @given(st.lists(st.integers(0, 1000), min_size=1))
+    def prop(xs):
+        runs.append(xs)
+        if len(xs) > 3:
+            raise TooLong(xs)
+        if xs[0] > 500:
+            raise TooLarge(xs)
+
+    with shrink_budget(budget), pytest.raises(BaseExceptionGroup) as info:
+        prop()
+    final = {type(e).__name__: e.args[0] for e in info.value.exceptions}
+    found = {"TooLong": next(xs for xs in runs if len(xs) > 3),
+             "TooLarge": next(xs for xs in runs if len(xs) <= 3 and xs[0] > 500)}
+    first = min(runs.index(xs) for xs in found.values())
+    return len(runs) - first, found, final
+
+
+def test_a_large_budget_shrinks_both_bugs_to_the_minimum():
+    runs, _, final = run_two_bugs(Budget(seconds=None, calls=10**6, run_seconds=None))
+    assert final == {"TooLarge": [501], "TooLong": [0] * 4}
+    assert runs > 40
+
+
+@pytest.fixture
+def shrinks(monkeypatch):
+    """The candidate runs of each class shrunk, observed where the engine starts one per class."""
+    from hypothesis.internal.conjecture import engine
+
+    seen: list[int] = []
+    original = engine.ConjectureRunner.shrink
+
+    def observed(self, *args, **kwargs):
+        before = self.call_count
+        try:
+            return original(self, *args, **kwargs)
+        finally:
+            seen.append(self.call_count - before)
+
+    monkeypatch.setattr(engine.ConjectureRunner, "shrink", observed)
+    return seen
+
+
+def test_running_out_ends_one_class_not_the_run(shrinks):
+    # A budget per class: the first bug shrunk runs out, and the second still gets a shrinker
+    # of its own. (Hypothesis's deadline ends the whole run instead, leaving it as found.)
+    runs, found, final = run_two_bugs(Budget(seconds=None, calls=3, run_seconds=None))
+    assert set(final) == {"TooLarge", "TooLong"}
+    assert len(shrinks) == 2 and all(1 <= n <= 3 for n in shrinks), shrinks
+    assert final != {"TooLarge": [501], "TooLong": [0] * 4}
+    # The same on every run: what makes the ci profile deterministic.
+    assert run_two_bugs(Budget(seconds=None, calls=3, run_seconds=None)) == (runs, found, final)
+
+
+def test_the_run_budget_ends_the_run(shrinks):
+    # Past the budget of the run, the classes not shrunk yet are reported as found.
+    _, _, final = run_two_bugs(Budget(seconds=None, calls=10**6, run_seconds=None, run_calls=4))
+    assert set(final) == {"TooLarge", "TooLong"}
+    assert len(shrinks) == 1 and shrinks[0] <= 4, shrinks
+
+
+def test_a_budget_needs_a_bound():
+    with pytest.raises(ValueError, match="needs seconds, calls or both per class"):
+        Budget(seconds=None, calls=None)
