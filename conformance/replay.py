@@ -32,18 +32,33 @@ def _load_summary(path: Path) -> dict:
     return data
 
 
-def _run_script(repro: Path) -> tuple[bool, str]:
-    """(still reproduces, its output): the repro's own verdict, by its exit status."""
+def _run_script(repro: Path) -> tuple[str, str]:
+    """(verdict, output): the repro's own verdict, "reproduces" (exit 1, saying so) or
+    "fixed" (exit 0), or "cannot run" when the script itself failed (a missing file, an
+    exception before its check), which must not pass for a bug that reproduces."""
+    repro = repro.resolve()  # it runs in its own folder, as a person would run it
     proc = subprocess.run([sys.executable, str(repro)], cwd=repro.parent, capture_output=True, text=True)
-    return proc.returncode != 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    said = proc.stdout.strip().splitlines()[-1:]
+    if proc.returncode == 1 and said == ["reproduces"]:
+        verdict = "reproduces"
+    elif proc.returncode == 0:
+        verdict = "fixed"
+    else:
+        last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+        verdict = f"cannot run (exit {proc.returncode}: {last[:160]})"
+    return verdict, proc.stdout[-2000:] + proc.stderr[-2000:]
+
+
+# Exit status of replay: 0 all fixed, 1 something still reproduces, 2 a repro could not run.
+_SAID = {"reproduces": "still reproduces", "fixed": "fixed"}
 
 
 def replay(path: Path, backend_spec: str | None = None, out=sys.stdout, scripts: bool = False) -> int:
     path = Path(path)
     if path.is_dir() and (path / "repro.py").is_file() and not (path / "summary.json").exists():
-        reproduces, output = _run_script(path / "repro.py")
-        out.write(f"{'still reproduces' if reproduces else 'fixed'}: {path}\n{output}")
-        return 1 if reproduces else 0
+        verdict, output = _run_script(path / "repro.py")
+        out.write(f"{_SAID.get(verdict, verdict)}: {path}\n{output}")
+        return {"reproduces": 1, "fixed": 0}.get(verdict, 2)
     summary_path = path / "summary.json" if path.is_dir() else path
     if not summary_path.exists():
         raise ReplayError(f"{path} holds neither a summary.json nor a repro.py")
@@ -82,15 +97,17 @@ def replay(path: Path, backend_spec: str | None = None, out=sys.stdout, scripts:
 
 
 def _replay_scripts(summary: dict, folder: Path, out) -> int:
-    still = 0
+    still = broken = 0
     for m in summary["mismatches"]:
         repro = folder / m["repro"] if m.get("repro") else None
         if repro is None or not repro.is_file():
             out.write(f"cannot replay (no repro.py): {m['signature']}\n")
             continue
-        reproduces, _ = _run_script(repro)
-        still += reproduces
+        verdict, _ = _run_script(repro)
+        still += verdict == "reproduces"
+        broken += verdict not in _SAID
         size = f"{m.get('statements', '?')} statements"
-        out.write(f"{'still reproduces' if reproduces else 'fixed':<17} {size:>14}  {m['repro']}\n")
-    out.write(f"{still} of {len(summary['mismatches'])} repro scripts still reproduce\n")
-    return 1 if still else 0
+        out.write(f"{_SAID.get(verdict, verdict):<17} {size:>14}  {m['repro']}\n")
+    out.write(f"{still} of {len(summary['mismatches'])} repro scripts still reproduce"
+              + (f"; {broken} could not be run\n" if broken else "\n"))
+    return 2 if broken else 1 if still else 0

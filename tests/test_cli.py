@@ -93,3 +93,13 @@ def test_replay_of_a_summary(tmp_path):
     one = tmp_path / summary["mismatches"][0]["repro"]
     alone = cli("replay", str(one.parent))
     assert alone.returncode == 1 and "still reproduces" in alone.stdout
+    # A relative path, as typed in the report's parent folder: the script is still found.
+    relative = cli("replay", tmp_path.name, "--scripts", cwd=tmp_path.parent)
+    assert relative.returncode == 1 and "1 of 1 repro scripts still reproduce" in relative.stdout, \
+        relative.stdout + relative.stderr
+    # A repro that cannot run is said so, and is not taken for a bug that reproduces.
+    one.write_text("raise SystemExit('this repro is broken')\n")
+    broken = cli("replay", str(tmp_path), "--scripts")
+    assert broken.returncode == 2, broken.stdout + broken.stderr
+    assert "cannot run (exit 1: this repro is broken)" in broken.stdout
+    assert "0 of 1 repro scripts still reproduce; 1 could not be run" in broken.stdout
