@@ -10,6 +10,7 @@ per run shared by every class.
 from __future__ import annotations
 
 import contextlib
+import math
 import time
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -38,6 +39,11 @@ class Budget:
     def __post_init__(self):
         if self.seconds is None and self.calls is None:
             raise ValueError("a shrink budget needs seconds, calls or both per class")
+
+    @property
+    def in_runs_only(self) -> bool:
+        """Counted in candidate runs only: the run does not depend on the clock."""
+        return self.seconds is None and self.run_seconds is None
 
     @staticmethod
     def _spent(limit_s, limit_calls, start, calls: int) -> bool:
@@ -91,7 +97,14 @@ def shrink_budget(budget: Budget | float) -> Iterator[None]:
                 self.exit_with(slow)
             if Budget._spent(budget.seconds, budget.calls, start, self.call_count):
                 raise stop
-        return original_test_function(self, data)
+        try:
+            return original_test_function(self, data)
+        finally:
+            if budget.in_runs_only and getattr(self, "first_bug_found_time", None) is not None:
+                # Hypothesis's other clock: with report_multiple_bugs it stops generating 10 s
+                # after the first bug, so a slow machine would run fewer examples. Counted
+                # in runs, the run stops at max_examples or its own count-based limits.
+                self.first_bug_found_time = math.inf
 
     engine.MAX_SHRINKING_SECONDS, engine.MAX_SHRINKS = float("inf"), 10**9
     runner.shrink, runner.test_function = shrink_one_class, test_function

@@ -86,3 +86,48 @@ def test_the_run_budget_ends_the_run(shrinks):
 def test_a_budget_needs_a_bound():
     with pytest.raises(ValueError, match="needs seconds, calls or both per class"):
         Budget(seconds=None, calls=None)
+
+
+class _FastClock:
+    """The time module, with a monotonic clock that moves 100 s per reading."""
+
+    def __init__(self, real):
+        self.real, self.readings = real, 0
+
+    def monotonic(self):
+        self.readings += 1
+        return self.real.monotonic() + 100.0 * self.readings
+
+    def __getattr__(self, name):
+        return getattr(self.real, name)
+
+
+@pytest.mark.parametrize("budget, both_found", [
+    (Budget(seconds=None, calls=50, run_seconds=None), True),
+    (Budget(seconds=5.0, calls=50), False),
+])
+def test_runs_only_budgets_do_not_read_the_clock(monkeypatch, budget, both_found):
+    # With report_multiple_bugs Hypothesis stops generating 10 s after its first bug; on a
+    # slow machine (here a clock that races) a later bug would not be found. A budget in
+    # runs only keeps generating to max_examples, as on a fast machine.
+    import time as real_time
+
+    from hypothesis.internal.conjecture import engine
+
+    monkeypatch.setattr(engine, "time", _FastClock(real_time))
+    seen = []
+
+    @settings(database=None, derandomize=True, max_examples=100, report_multiple_bugs=True,
+              phases=[Phase.generate, Phase.shrink])
+    @given(st.integers(0, 10**6))
+    def prop(n):
+        seen.append(n)
+        if n > 10**5 and len(seen) >= 6:
+            raise TooLong(n)  # generated from the 6th example on; shrinking only goes down
+        if 10 < n <= 10**5:
+            raise TooLarge(n)
+
+    with shrink_budget(budget), pytest.raises((BaseExceptionGroup, TooLarge, TooLong)) as info:
+        prop()
+    errors = info.value.exceptions if isinstance(info.value, BaseExceptionGroup) else [info.value]
+    assert ({type(e).__name__ for e in errors} == {"TooLarge", "TooLong"}) is both_found
