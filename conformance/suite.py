@@ -153,13 +153,14 @@ class KnownDiscrepancy(UserWarning):
     """A known issue of the backend was hit: reported, not failed."""
 
 
-def assert_no_new(findings: list[Finding]) -> None:
+def assert_no_new(findings: list[Finding], stacklevel: int = 2) -> None:
+    """Warn for each known issue hit (at the caller `stacklevel` frames up), fail on new ones."""
     import warnings
 
     import pytest
 
     for f in findings:
         if f.known is not None:
-            warnings.warn(KnownDiscrepancy(f"known issue {f.known.id}: {f.signature}"), stacklevel=2)
+            warnings.warn(KnownDiscrepancy(f"known issue {f.known.id}: {f.signature}"), stacklevel=stacklevel)
     if any(f.known is None for f in findings):
         pytest.fail(new_findings_message(findings), pytrace=False)
