@@ -112,6 +112,7 @@ def run_shrink_bench(spec: str, max_examples: int, shrink_seconds: float, only: 
     from conformance.check import run_example
     from conformance.program import count_statements, render
     from conformance.report.signatures import matches, signature
+    from conformance.reduction import reduce
     from conformance.shrinking import Memo, shrink_budget
     from conformance.suite import PHASES as SEARCH_PHASES, examples
 
@@ -140,9 +141,12 @@ def run_shrink_bench(spec: str, max_examples: int, shrink_seconds: float, only: 
         start = time.perf_counter()
         try:
             with shrink_budget(shrink_seconds):
-                program, _ = find(examples(), hit, settings=settings(
+                program, schedule = find(examples(), hit, settings=settings(
                     max_examples=max_examples, database=None, deadline=None, derandomize=True, phases=SEARCH_PHASES,
                     suppress_health_check=list(HealthCheck)))
+            # The last pass, as the suite and fuzz make it (suite.reduce_finding).
+            program = reduce(program, schedule, lambda p, s, hit=hit: hit((p, s)), seconds=shrink_seconds,
+                             result=True).program
             end = time.perf_counter()
             # to minimal: from the first failure until the final program first appeared; the
             # shrinker then spends the rest of its budget confirming nothing smaller fails.

@@ -20,6 +20,7 @@ from conformance.check import Result, failure_message, raise_for, run_example
 from conformance.generators import STATEMENT_KINDS, programs, schedules
 from conformance.oracles.mismatch import ConformanceMismatch, class_key
 from conformance.program import REGION_KINDS, constructs, count_statements
+from conformance.reduction import reduce
 from conformance.report.signatures import signature
 from conformance.shrinking import DEFAULT_SHRINK_SECONDS, Budget, Memo, shrink_budget
 
@@ -129,10 +130,31 @@ def check_area(backend, name: str, strategy, issues=None, on_finding=None,
             if old is None or count_statements(f.result.program) < count_statements(old.result.program):
                 best[_key(f)] = f
         findings = list(best.values())
+    findings = [reduce_finding(f, backend, issues, run, shrink) for f in findings]
     for f in findings:
         if on_finding is not None:
             on_finding(f)
     return findings
+
+
+def reduce_finding(finding: Finding, backend, issues, run=run_example, budget: Budget | float = DEFAULT_SHRINK_SECONDS
+                   ) -> Finding:
+    """The finding after the last shrink pass (reduction.reduce), on the same class of
+    mismatch, with its signature and known issue taken from the reduced program.
+    `run(program, backend, schedule)` runs a candidate (a Memo in a property run)."""
+    budget = budget if isinstance(budget, Budget) else Budget(seconds=budget)
+    key = _key(finding)
+
+    def still_fails(program, schedule):
+        result = run(program, backend, schedule)
+        return result if result is not None and result.mismatches and class_key(result.mismatches[0]) == key else None
+
+    r = reduce(finding.result.program, finding.result.schedule, still_fails, max_tries=budget.calls,
+               seconds=budget.seconds, result=finding.result)
+    if (r.program, r.schedule) == (finding.result.program, finding.result.schedule):
+        return finding
+    sig = signature(r.result.mismatches[0], r.program, r.schedule)
+    return Finding(sig, r.result, KI.classify(sig, backend.name, issues))
 
 
 def _key(f: Finding) -> str:

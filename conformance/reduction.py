@@ -1,0 +1,346 @@
+"""Reduction: the last pass of shrinking, made on the Program itself.
+
+Hypothesis shrinks the choices a program was drawn from, and does most of the work. Some
+edits a person would make first are not small changes of those choices, though: deleting
+the unused `t0 = torch.ones(())` renumbers every later temporary and shifts the index each
+later argument was drawn by, so the shrinker sees another program and keeps the statement.
+Nightly repros were left at 8-9 statements that way, with two or three dead lines each.
+
+So once Hypothesis is done, the same kind of edits are made on the Program directly, as
+delta debugging does (C-Reduce for C): drop a call of the schedule, a returned value, a
+statement, a region or an `if` around its body, an unused helper, input or parameter; point
+an argument or a returned value at an input instead of a temporary; make an input plainer.
+A candidate is kept when it is smaller and still shows the same class of mismatch (the
+caller's predicate); the passes repeat until none applies or the budget is spent. Names are renumbered at the end
+(a, b, ...; t0, t1, ... in the order they appear), for the reader.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, replace
+from typing import Callable, Iterator
+
+from conformance.generators.schedules import Schedule
+from conformance.program import (
+    GRAD_ENABLED,
+    Assign,
+    Call,
+    GradRegion,
+    Helper,
+    HelperCall,
+    IfGradEnabled,
+    InPlace,
+    Program,
+    RequiresGrad,
+    SetGradMode,
+    Statement,
+    count_statements,
+)
+
+Example = tuple[Program, Schedule]
+INPUT_NAMES = "abcd"
+
+
+@dataclass
+class Reduction:
+    program: Program
+    schedule: Schedule
+    result: object  # what `still_fails` returned for them
+    tried: int  # candidates run
+    kept: int  # candidates kept
+
+
+def reduce(program: Program, schedule: Schedule, still_fails: Callable[[Program, Schedule], object],
+           max_tries: int | None = None, seconds: float | None = None, result: object = None) -> Reduction:
+    """The smallest example found from (program, schedule) for which `still_fails` is truthy.
+
+    `still_fails` runs a candidate and returns its evidence (a check.Result) when the
+    candidate shows the mismatch being reduced, else None. `result` is that evidence for the
+    example given, if the caller has it. At most `max_tries` candidates are run, and none
+    after `seconds`: a budget in tries gives the same result on any machine.
+    """
+    start = time.perf_counter()
+    best: Example = (program, schedule)
+    tried = kept = 0
+
+    def spent() -> bool:
+        return (max_tries is not None and tried >= max_tries) or (
+            seconds is not None and time.perf_counter() - start >= seconds)
+
+    progress = True
+    while progress and not spent():
+        progress = False
+        for candidate in candidates(*best):
+            if spent():
+                break
+            if size(*candidate) >= size(*best) or not well_scoped(candidate[0]):
+                continue
+            tried += 1
+            evidence = still_fails(*candidate)
+            if evidence:
+                best, result, kept, progress = candidate, evidence, kept + 1, True
+                break  # the edits of the smaller example are other edits
+    renamed = (canonical_names(best[0]), best[1])
+    if renamed[0] != best[0] and not spent():
+        tried += 1
+        evidence = still_fails(*renamed)
+        if evidence:
+            best, result = renamed, evidence
+    if result is None:
+        result = still_fails(*best)
+    return Reduction(best[0], best[1], result, tried, kept)
+
+
+def size(program: Program, schedule: Schedule) -> tuple:
+    """What "smaller" means, most important first: a candidate is kept only if this drops,
+    so the passes end. Pointing an argument at an input instead of a temporary counts as
+    smaller: it leaves the temporary unused, for the next pass to delete."""
+    temps = sum(1 for name in _uses(program) if not _is_input_or_parameter(name, program))
+    plain_inputs = sum(int(i.requires_grad) + int(i.dtype != "float32") + len(i.shape) + sum(i.shape)
+                       for i in program.inputs + program.parameters)
+    plain_calls = sum(int(c.ambient != "grad") + int(bool(c.requires_grad)) for c in schedule)
+    return (count_statements(program), len(program.helpers), len(schedule), len(program.inputs),
+            len(program.parameters), len(program.returns), temps, plain_inputs, plain_calls,
+            int(program.seed != 0))
+
+
+# ------------------------------------------------------------------------- candidates
+
+
+def candidates(program: Program, schedule: Schedule) -> Iterator[Example]:
+    """Examples one edit away, biggest edits first."""
+    for i in range(len(schedule)):
+        if len(schedule) > 1:
+            yield program, schedule[:i] + schedule[i + 1:]
+    for i in range(len(program.returns)):
+        if len(program.returns) > 1:
+            yield replace(program, returns=program.returns[:i] + program.returns[i + 1:]), schedule
+    for body in _block_edits(program.body):
+        yield _prune_helpers(replace(program, body=body)), schedule
+    for k, h in enumerate(program.helpers):
+        for body in _block_edits(h.body):
+            yield _with_helper(program, k, replace(h, body=body)), schedule
+        for p in h.params:
+            if p != h.result:
+                yield _with_helper(program, k, replace(h, result=p)), schedule
+    yield from _fewer_inputs(program, schedule)
+    for i, p in enumerate(program.parameters):
+        yield replace(program, parameters=program.parameters[:i] + program.parameters[i + 1:]), schedule
+    simpler = [i.name for i in program.inputs] + [f"self.{p.name}" for p in program.parameters]
+    for body in _argument_edits(program.body, simpler):
+        yield replace(program, body=body), schedule
+    for i, r in enumerate(program.returns):
+        if r != GRAD_ENABLED and r not in simpler:
+            for name in simpler:
+                returns = program.returns[:i] + (name,) + program.returns[i + 1:]
+                yield replace(program, returns=tuple(dict.fromkeys(returns))), schedule
+    for i, inp in enumerate(program.inputs):
+        for plainer in (replace(inp, requires_grad=False), replace(inp, dtype="float32"), replace(inp, shape=())):
+            if plainer != inp:
+                yield replace(program, inputs=program.inputs[:i] + (plainer,) + program.inputs[i + 1:]), schedule
+    for i, c in enumerate(schedule):
+        for plainer in (replace(c, ambient="grad"), replace(c, requires_grad=())):
+            if plainer != c:
+                yield program, schedule[:i] + (plainer,) + schedule[i + 1:]
+    if program.seed != 0:
+        yield replace(program, seed=0), schedule
+
+
+def _block_edits(block: tuple[Statement, ...]) -> Iterator[tuple[Statement, ...]]:
+    """The block with one statement deleted, one region or `if` replaced by its body, or
+    one such edit inside a nested block."""
+    for i, s in enumerate(block):
+        before, after = block[:i], block[i + 1:]
+        yield before + after
+        if isinstance(s, GradRegion):
+            yield before + s.body + after
+            for body in _block_edits(s.body):
+                yield before + (replace(s, body=body),) + after
+        elif isinstance(s, IfGradEnabled):
+            yield before + s.then + after
+            yield before + s.orelse + after
+            for then in _block_edits(s.then):
+                yield before + (replace(s, then=then),) + after
+            for orelse in _block_edits(s.orelse):
+                yield before + (replace(s, orelse=orelse),) + after
+
+
+def _argument_edits(block: tuple[Statement, ...], simpler: list[str]) -> Iterator[tuple[Statement, ...]]:
+    """The block with one temporary argument replaced by an input or a parameter."""
+    for i, s in enumerate(block):
+        before, after = block[:i], block[i + 1:]
+        for edited in _statement_argument_edits(s, simpler):
+            yield before + (edited,) + after
+        if isinstance(s, GradRegion):
+            for body in _argument_edits(s.body, simpler):
+                yield before + (replace(s, body=body),) + after
+        elif isinstance(s, IfGradEnabled):
+            for then in _argument_edits(s.then, simpler):
+                yield before + (replace(s, then=then),) + after
+            for orelse in _argument_edits(s.orelse, simpler):
+                yield before + (replace(s, orelse=orelse),) + after
+
+
+def _statement_argument_edits(s: Statement, simpler: list[str]) -> Iterator[Statement]:
+    if isinstance(s, Assign) and isinstance(s.value, (Call, HelperCall)):
+        args = s.value.args
+        for j, arg in enumerate(args):
+            if arg not in simpler:
+                for name in simpler:
+                    yield replace(s, value=replace(s.value, args=args[:j] + (name,) + args[j + 1:]))
+    elif isinstance(s, InPlace):
+        if s.arg not in simpler:
+            yield from (replace(s, arg=name) for name in simpler)
+        if s.target not in simpler:
+            yield from (replace(s, target=name) for name in simpler)
+    elif isinstance(s, RequiresGrad) and s.target not in simpler:
+        for name in simpler:
+            yield replace(s, target=name)
+
+
+def _fewer_inputs(program: Program, schedule: Schedule) -> Iterator[Example]:
+    used = set(_uses(program))
+    for i, inp in enumerate(program.inputs):
+        if inp.name in used:
+            continue
+        calls = tuple(replace(c, requires_grad=_without(c.requires_grad, i)) for c in schedule)
+        yield replace(program, inputs=program.inputs[:i] + program.inputs[i + 1:]), calls
+
+
+def _without(flags: tuple, i: int) -> tuple:
+    flags = flags[:i] + flags[i + 1:]
+    return flags if any(f is not None for f in flags) else ()
+
+
+def _with_helper(program: Program, k: int, helper: Helper) -> Program:
+    return replace(program, helpers=program.helpers[:k] + (helper,) + program.helpers[k + 1:])
+
+
+def _prune_helpers(program: Program) -> Program:
+    called = {s.value.helper for s in _statements(program.body)
+              if isinstance(s, Assign) and isinstance(s.value, HelperCall)}
+    return replace(program, helpers=tuple(h for h in program.helpers if h.name in called))
+
+
+# ------------------------------------------------------------------------- scoping
+
+
+def well_scoped(program: Program) -> bool:
+    """Every name is assigned before it is read, as the generator guarantees: Python has
+    no block scope, but a name assigned in only one branch of an `if` is not read after it."""
+    helpers = {h.name: h for h in program.helpers}
+    for h in program.helpers:
+        names = set(h.params)
+        if not _block_scoped(h.body, names, {}) or h.result not in names:
+            return False
+    names = {i.name for i in program.inputs} | {f"self.{p.name}" for p in program.parameters}
+    if not program.returns or not _block_scoped(program.body, names, helpers):
+        return False
+    return all(r == GRAD_ENABLED or r in names for r in program.returns)
+
+
+def _block_scoped(block, names: set[str], helpers: dict[str, Helper]) -> bool:
+    for s in block:
+        if isinstance(s, Assign):
+            v = s.value
+            if isinstance(v, HelperCall) and (v.helper not in helpers or len(v.args) != len(helpers[v.helper].params)):
+                return False
+            if not all(a in names for a in getattr(v, "args", ())):
+                return False
+            names.add(s.target)
+        elif isinstance(s, InPlace):
+            if s.target not in names or s.arg not in names:
+                return False
+        elif isinstance(s, RequiresGrad):
+            if s.target not in names:
+                return False
+        elif isinstance(s, GradRegion):
+            if not _block_scoped(s.body, names, helpers):
+                return False
+        elif isinstance(s, IfGradEnabled):
+            then, orelse = set(names), set(names)
+            if not (_block_scoped(s.then, then, helpers) and _block_scoped(s.orelse, orelse, helpers)):
+                return False
+            names |= then & orelse
+    return True
+
+
+def _statements(block) -> Iterator[Statement]:
+    for s in block:
+        yield s
+        if isinstance(s, GradRegion):
+            yield from _statements(s.body)
+        elif isinstance(s, IfGradEnabled):
+            yield from _statements(s.then)
+            yield from _statements(s.orelse)
+
+
+def _uses(program: Program) -> Iterator[str]:
+    for s in _statements(program.body):
+        if isinstance(s, Assign):
+            yield from getattr(s.value, "args", ())
+        elif isinstance(s, InPlace):
+            yield s.target
+            yield s.arg
+        elif isinstance(s, RequiresGrad):
+            yield s.target
+    yield from (r for r in program.returns if r != GRAD_ENABLED)
+
+
+def _is_input_or_parameter(name: str, program: Program) -> bool:
+    return name.startswith("self.") or any(i.name == name for i in program.inputs)
+
+
+# ------------------------------------------------------------------------- names
+
+
+def canonical_names(program: Program) -> Program:
+    """The same program with inputs named a, b, ... and temporaries t0, t1, ... in the
+    order the source shows them, helpers helper0, ... and parameters w0, ...: what the
+    generator would have named a program drawn this small."""
+    mapping: dict[str, str] = {}
+    for i, inp in enumerate(program.inputs):
+        mapping[inp.name] = INPUT_NAMES[i]
+    for i, p in enumerate(program.parameters):
+        mapping[f"self.{p.name}"] = f"self.w{i}"
+    for i, h in enumerate(program.helpers):
+        mapping[h.name] = f"helper{i}"
+    temps = [s.target for h in program.helpers for s in _statements(h.body) if isinstance(s, Assign)]
+    temps += [s.target for s in _statements(program.body) if isinstance(s, Assign)]
+    for n, t in enumerate(dict.fromkeys(temps)):
+        mapping[t] = f"t{n}"
+
+    def name(n: str) -> str:
+        return mapping.get(n, n)
+
+    def block(stmts):
+        return tuple(statement(s) for s in stmts)
+
+    def statement(s):
+        if isinstance(s, Assign):
+            v = s.value
+            if isinstance(v, Call):
+                v = replace(v, args=tuple(map(name, v.args)))
+            elif isinstance(v, HelperCall):
+                v = replace(v, helper=name(v.helper), args=tuple(map(name, v.args)))
+            return replace(s, target=name(s.target), value=v)
+        if isinstance(s, InPlace):
+            return replace(s, target=name(s.target), arg=name(s.arg))
+        if isinstance(s, RequiresGrad):
+            return replace(s, target=name(s.target))
+        if isinstance(s, GradRegion):
+            return replace(s, body=block(s.body))
+        if isinstance(s, IfGradEnabled):
+            return replace(s, then=block(s.then), orelse=block(s.orelse))
+        assert isinstance(s, SetGradMode), s
+        return s
+
+    return replace(
+        program,
+        inputs=tuple(replace(i, name=name(i.name)) for i in program.inputs),
+        parameters=tuple(replace(p, name=name(f"self.{p.name}").removeprefix("self.")) for p in program.parameters),
+        helpers=tuple(replace(h, name=name(h.name), body=block(h.body), result=name(h.result)) for h in program.helpers),
+        body=block(program.body),
+        returns=tuple(name(r) for r in program.returns),
+    )
