@@ -69,10 +69,25 @@ def load(path: Path = PATH) -> list[KnownIssue]:
 
 
 def classify(sig: str, backend_name: str, issues: list[KnownIssue]) -> KnownIssue | None:
+    """The known issue whose most specific pattern matches `sig`, the first in the file on a tie.
+
+    The most specific one, not the first: a broad pattern (`exceptions.backend raised during
+    backward | *`) would otherwise claim the findings of a narrower issue listed after it
+    (`*A view was created in no_grad mode*`), and that issue would never be reported as hit."""
+    best, best_score = None, -1
     for issue in issues:
-        if issue.applies_to(backend_name) and matches(sig, list(issue.signatures)):
-            return issue
-    return None
+        if not issue.applies_to(backend_name):
+            continue
+        for pattern in issue.signatures:
+            score = _specificity(pattern)
+            if score > best_score and matches(sig, [pattern]):
+                best, best_score = issue, score
+    return best
+
+
+def _specificity(pattern: str) -> int:
+    # The characters a signature must contain, not those a wildcard stands for.
+    return len(pattern.replace("*", "").replace("?", ""))
 
 
 def stub(record: dict, issue_id: str = "") -> str:

@@ -1,0 +1,30 @@
+"""known_issues.toml: loading, and which issue a signature is classified under."""
+
+from dataclasses import replace
+
+from conformance import known_issues
+
+ISSUES = known_issues.load()
+BROAD = replace(ISSUES[0], id="broad", signatures=("exceptions.backend raised during backward | *",))
+NARROW = replace(ISSUES[0], id="narrow", signatures=("exceptions.backend raised during * | *A view was created*",))
+VIEW = ("exceptions.backend raised during backward | no exception / RuntimeError during backward: "
+        "A view was created in no_grad mode and its base")
+
+
+def test_the_most_specific_pattern_wins_whatever_the_order():
+    assert known_issues.classify(VIEW, "thunder", [BROAD, NARROW]).id == "narrow"
+    assert known_issues.classify(VIEW, "thunder", [NARROW, BROAD]).id == "narrow"
+
+
+def test_a_signature_only_the_broad_pattern_matches_stays_with_it():
+    other = "exceptions.backend raised during backward | no exception / AssertionError during backward"
+    assert known_issues.classify(other, "thunder", [NARROW, BROAD]).id == "broad"
+    assert known_issues.classify("outputs.value | first call @ inplace", "thunder", [NARROW, BROAD]) is None
+
+
+def test_an_issue_of_another_backend_is_not_matched():
+    assert known_issues.classify(VIEW, "inductor", [NARROW]) is None
+
+
+def test_the_shipped_file_loads_with_unique_ids():
+    assert len({i.id for i in ISSUES}) == len(ISSUES) > 10
