@@ -37,6 +37,16 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a number of 0 or more, got {text}")
+    return value
+
+
 def _workers(text: str) -> int:
     if text == "auto":
         return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
@@ -66,6 +76,9 @@ def build_parser() -> argparse.ArgumentParser:
                     help="an example running longer is reported as a hang (default 60)")
     fz.add_argument("--shrinks-per-class", type=_positive_int, default=3,
                     help="shrink each mismatch class at most this often per worker (default 3)")
+    fz.add_argument("--reductions-per-class", type=_count, default=8,
+                    help="second looks (reduction only) at later hits of a shrunk class, per worker; "
+                         "0 for none (default 8)")
     fz.add_argument("--shrink-seconds", type=_positive_seconds, default=60.0,
                     help="shrinking budget per chunk of examples (default 60)")
     fz.add_argument("--recycle-after", type=_positive_int, default=2000,
@@ -156,6 +169,7 @@ def cmd_fuzz(args) -> int:
         backend=args.backend, seconds=args.seconds, max_examples=args.max_examples, seed=args.seed,
         workers=args.workers, report_dir=args.report_dir, db=args.db, baseline=args.baseline, chunk=args.chunk,
         example_timeout=args.example_timeout, shrinks_per_class=args.shrinks_per_class,
+        reductions_per_class=args.reductions_per_class,
         shrink_seconds=args.shrink_seconds,
         recycle_after=args.recycle_after, max_rss_mb=args.max_rss_mb,
         command="python -m conformance " + " ".join(sys.argv[1:]),

@@ -16,9 +16,13 @@ What keeps an unattended night going:
   --max-rss-mb, since thunder keeps caches per jitted function.
 
 Shrinking budget: each mismatch class (oracles.mismatch.class_key) gets --shrink-seconds
-per shrink, and is shrunk again (at most --shrinks-per-class times per worker) only while
-the worker's smallest program for it is longer than a repro should be; later hits of that
-class are counted, not shrunk.
+per shrink (Hypothesis, then reduction.reduce), and is shrunk again (at most
+--shrinks-per-class times per worker) only while the worker's smallest program for it is
+longer than a repro should be. Later hits of that class are counted, and some get a second
+look (reduction only, at most --reductions-per-class per worker): those that lack a
+construct the class's repros need, and the 1st, 2nd, 4th, 8th... of the others. One class
+is one symptom, and one symptom can be two bugs; a second look that lands on another
+signature reports the other bug.
 """
 
 from __future__ import annotations
@@ -31,7 +35,7 @@ import resource
 import signal
 import sys
 import time
-from collections import Counter
+from collections import Counter, defaultdict
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -54,6 +58,7 @@ class FuzzConfig:
     chunk: int = 200
     example_timeout: float = 60.0
     shrinks_per_class: int = 3
+    reductions_per_class: int = 8
     shrink_seconds: float = 60.0
     recycle_after: int = 2000
     max_rss_mb: int = 3000
@@ -108,7 +113,7 @@ def worker_main(cfg: FuzzConfig, wid: int, incarnation: int, messages, stop, sta
     from conformance.report.records import record_of, save
     from conformance.serialize import encode
     from conformance.shrinking import Budget, Memo, shrink_budget
-    from conformance.suite import MAX_STATEMENTS, PHASES, examples, finding_of, seeded, split_failures
+    from conformance.suite import MAX_STATEMENTS, PHASES, examples, finding_of, reduce_finding, seeded, split_failures
 
     backend = get(cfg.backend)
     backend.spec = cfg.backend
@@ -119,6 +124,9 @@ def worker_main(cfg: FuzzConfig, wid: int, incarnation: int, messages, stop, sta
     db = DirectoryBasedExampleDatabase(str(cfg.db)) if cfg.db else None
     deadline = start + cfg.seconds
     shrunk: Counter = Counter()
+    later: Counter = Counter()  # hits of a class after it was shrunk small enough
+    looks: Counter = Counter()  # of those, reduced for a second look
+    needs: dict[str, list[frozenset]] = defaultdict(list)  # the constructs of each repro of a class
     smallest: dict[str, int] = {}  # statements of the smallest shrunk program, per class
     raw_saved: set[str] = set()
     run = Memo(run_example)
@@ -163,7 +171,11 @@ def worker_main(cfg: FuzzConfig, wid: int, incarnation: int, messages, stop, sta
         key = class_key(result.mismatches[0])
         event(key)
         if shrunk[key] >= cfg.shrinks_per_class or smallest.get(key, MAX_STATEMENTS + 1) <= MAX_STATEMENTS:
-            messages.put(("unshrunk", wid, key))
+            later[key] += 1
+            if second_look_due(key, program):
+                second_look(result, key)
+            else:
+                messages.put(("unshrunk", wid, key))
             return
         if key not in raw_saved:  # nothing found is lost, even if shrinking never ends
             raw_saved.add(key)
@@ -176,6 +188,44 @@ def worker_main(cfg: FuzzConfig, wid: int, incarnation: int, messages, stop, sta
         for c in sorted(constructs(program)):
             event(c)
         raise_for(result)
+
+    def second_look_due(key: str, program) -> bool:
+        # One class of mismatch (one symptom) can be several bugs: `requires_grad True vs
+        # False` is an in-place bug in one program and an enable_grad one in another. A hit
+        # that lacks a construct each repro of its class needs cannot be one of those bugs;
+        # other hits get a look now and then (the 1st, 2nd, 4th, 8th... after the shrink).
+        if looks[key] >= cfg.reductions_per_class:
+            return False
+        have = constructs(program)
+        n = later[key]
+        return not any(need <= have for need in needs[key]) or n & (n - 1) == 0
+
+    def second_look(result, key: str) -> None:
+        """Reduce a later hit of a shrunk class (the last shrink pass only: seconds, not a
+        minute) and record it: under a signature of its own if it is another bug."""
+        looks[key] += 1
+        exc = exception_class(result.mismatches[0])(result.mismatches)
+        exc.result = result
+        t0 = time.time()
+        finding = reduce_finding(finding_of(exc, backend.name, issues), backend, issues, run=timed_run,
+                                 budget=Budget(seconds=max(1.0, min(cfg.shrink_seconds, deadline - time.time()))))
+        needs[key].append(constructs(finding.result.program))
+        rec = record_of(finding, backend, examples=run.misses, seconds=t0 - start, command=cfg.command, seed=cfg.seed)
+        rec.update(shrunk=True, **{"class": key})
+        save(rec, folder, "w")
+        messages.put(("finding", wid, finding.signature, finding.known.id if finding.known else None))
+
+    def timed_run(program, backend, schedule):
+        # A reduction candidate, under the same time limit as an example: one that hangs is
+        # not a smaller example of the bug being reduced.
+        beat()
+        signal.setitimer(signal.ITIMER_REAL, cfg.example_timeout)
+        try:
+            return run(program, backend, schedule)
+        except ExampleTimeout:
+            return None
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
 
     prop._hypothesis_internal_add_digest = f"fuzz:{backend.name}".encode()
     chunk = 0
@@ -198,10 +248,12 @@ def worker_main(cfg: FuzzConfig, wid: int, incarnation: int, messages, stop, sta
         except BaseException as exc:  # noqa: BLE001 - split_failures re-raises harness bugs
             failures = split_failures(exc)
         for f in failures:
-            finding = finding_of(f, backend.name, issues)
             key = class_key(f.mismatches[0])
+            finding = reduce_finding(finding_of(f, backend.name, issues), backend, issues, run=timed_run,
+                                     budget=Budget(seconds=max(1.0, min(cfg.shrink_seconds, deadline - time.time()))))
             shrunk[key] += 1
-            smallest[key] = min(smallest.get(key, 10**9), count_statements(f.result.program))
+            smallest[key] = min(smallest.get(key, 10**9), count_statements(finding.result.program))
+            needs[key].append(constructs(finding.result.program))
             rec = record_of(finding, backend, examples=first_n, seconds=t0 - start, command=cfg.command,
                             seed=cfg.seed)
             rec.update(shrunk=True, **{"class": key})

@@ -78,3 +78,21 @@ def test_second_night_reports_still_there_and_finds_it_early(tmp_path):
     replayed = [m for m in s2["mismatches"] if m["status"] == "still there"]
     assert min(m["found_after_seconds"] for m in replayed) < 60
     assert second.returncode == (1 if any(v == "new" for v in statuses.values()) else 0)
+
+
+def test_a_second_look_tells_two_bugs_of_one_symptom_apart(tmp_path):
+    def bugs_per_class(folder, *extra) -> dict[str, set[str]]:
+        proc = fuzz("--backend", "tests.fake_backends:two_bugs_one_symptom", "--seconds", "30", "--workers", "1",
+                    "--shrink-seconds", "5", "--report-dir", str(folder), "--seed", "2", *extra)
+        assert proc.returncode == 1, proc.stdout + proc.stderr
+        found: dict[str, set[str]] = {}
+        for m in summary(folder)["mismatches"]:
+            cls, _, used = m["signature"].partition(" @ ")
+            if cls.startswith("flags.requires_grad | eager True, backend False"):
+                found.setdefault(cls, set()).update(b for b in ("enable_grad", "inplace") if b in used.split())
+        return found
+
+    looks = bugs_per_class(tmp_path / "looks")
+    assert any(bugs == {"enable_grad", "inplace"} for bugs in looks.values()), looks
+    # Planted fault: without second looks, each class reports one of the two bugs only.
+    assert all(len(bugs) == 1 for bugs in bugs_per_class(tmp_path / "no-looks", "--reductions-per-class", "0").values())
