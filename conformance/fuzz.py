@@ -65,6 +65,16 @@ class FuzzConfig:
     command: str = ""
     progress: bool | None = None  # None: only on a terminal
 
+    @property
+    def grace(self) -> float:
+        """How long past the deadline the parent waits for workers to write what they have."""
+        return min(30.0, max(5.0, self.seconds * 0.1))
+
+    def reduction_seconds(self, deadline: float) -> float:
+        # Reduction turns a half-shrunk program into a repro in seconds, so it may use half
+        # the grace period: a bug found in the last minute is still reported small.
+        return max(1.0, min(self.shrink_seconds, deadline + self.grace / 2 - time.time()))
+
 
 @dataclass
 class WorkerState:
@@ -208,7 +218,7 @@ def worker_main(cfg: FuzzConfig, wid: int, incarnation: int, messages, stop, sta
         exc.result = result
         t0 = time.time()
         finding = reduce_finding(finding_of(exc, backend.name, issues), backend, issues, run=timed_run,
-                                 budget=Budget(seconds=max(1.0, min(cfg.shrink_seconds, deadline - time.time()))))
+                                 budget=Budget(seconds=cfg.reduction_seconds(deadline)))
         needs[key].append(constructs(finding.result.program))
         rec = record_of(finding, backend, examples=run.misses, seconds=t0 - start, command=cfg.command, seed=cfg.seed)
         rec.update(shrunk=True, **{"class": key})
@@ -250,7 +260,7 @@ def worker_main(cfg: FuzzConfig, wid: int, incarnation: int, messages, stop, sta
         for f in failures:
             key = class_key(f.mismatches[0])
             finding = reduce_finding(finding_of(f, backend.name, issues), backend, issues, run=timed_run,
-                                     budget=Budget(seconds=max(1.0, min(cfg.shrink_seconds, deadline - time.time()))))
+                                     budget=Budget(seconds=cfg.reduction_seconds(deadline)))
             shrunk[key] += 1
             smallest[key] = min(smallest.get(key, 10**9), count_statements(finding.result.program))
             needs[key].append(constructs(finding.result.program))
@@ -458,7 +468,7 @@ def run_fuzz(cfg: FuzzConfig, out=sys.stdout) -> int:
                 if not done and not stop.is_set() and now < deadline and budget_left:
                     w.restarts += 1
                     launch(w)
-            if now >= deadline + min(30.0, max(5.0, cfg.seconds * 0.1)):
+            if now >= deadline + cfg.grace:
                 break  # shrinking in flight past the grace period: its raw record is saved
             if now >= deadline:
                 stop.set()

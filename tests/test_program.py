@@ -103,3 +103,22 @@ def test_generated_programs_are_valid_python_and_round_trip(p):
     source = render(p)
     ast.parse(source)
     assert serialize.loads(serialize.dumps(p)) == p
+
+
+def test_swarm_leaves_kinds_out_of_some_programs_and_keeps_every_kind_reachable():
+    from conformance.generators import STATEMENT_KINDS
+    from conformance.generators.programs import swarm
+
+    seen = []
+
+    @settings(max_examples=200, database=None)
+    @given(swarm(STATEMENT_KINDS, "statements", always=("op",)))
+    def draw(kinds):
+        seen.append(kinds)
+
+    draw()
+    assert all("op" in kinds for kinds in seen)
+    assert any(len(kinds) < len(STATEMENT_KINDS) for kinds in seen)
+    assert all(any(kind in kinds for kinds in seen) for kind in STATEMENT_KINDS)
+    # never only the kinds that are always on: that draw keeps every kind
+    assert all(len(kinds) > 1 for kinds in seen)

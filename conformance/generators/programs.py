@@ -14,6 +14,22 @@ INPUT_NAMES = "abcd"
 
 
 @st.composite
+def swarm(draw, kinds: tuple[str, ...], label: str, always: tuple[str, ...] = ()) -> tuple[str, ...]:
+    """The kinds one program may use: each is switched off with probability 1/2.
+
+    Swarm testing (Groce et al., ISSTA 2012; Hypothesis's stateful tests do the same with
+    their rules): a bug that only shows where no other construct gets in first is found
+    far sooner when some programs leave whole kinds out. Here `requires_grad_()` and
+    `torch.ones(..., requires_grad=True)` make thunder raise before anything else can
+    differ; with every kind in every program, the bugs behind them were hit once a night.
+    Every kind stays reachable: a draw that leaves nothing but `always` keeps them all, and
+    "off" shrinks to "on", towards the plain generator.
+    """
+    on = tuple(k for k in kinds if k in always or not draw(st.booleans(), label=f"{label}.off.{k}"))
+    return on if any(k not in always for k in on) else kinds
+
+
+@st.composite
 def programs(
     draw,
     regions: tuple[str, ...] = REGION_KINDS,
@@ -29,6 +45,8 @@ def programs(
     device: the device of creations and parameters; inputs draw theirs (mixed when CUDA exists).
     """
     device = device or draw(devices(), label="device")
+    statements = draw(swarm(statements, "statements", always=("op",)))
+    regions = draw(swarm(regions, "regions"))
     n_inputs = draw(st.integers(1, 3), label="inputs")
     inputs = tuple(draw(tensor_inputs(INPUT_NAMES[i]), label=f"input.{INPUT_NAMES[i]}") for i in range(n_inputs))
     params = ()
