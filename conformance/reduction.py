@@ -139,6 +139,11 @@ def candidates(program: Program, schedule: Schedule) -> Iterator[Example]:
         for plainer in (replace(inp, requires_grad=False), replace(inp, dtype="float32"), replace(inp, shape=())):
             if plainer != inp:
                 yield replace(program, inputs=program.inputs[:i] + (plainer,) + program.inputs[i + 1:]), schedule
+    for i, w in enumerate(program.parameters):  # a parameter stays a float that requires grad
+        for plainer in (replace(w, dtype="float32"), replace(w, shape=())):
+            if plainer != w:
+                parameters = program.parameters[:i] + (plainer,) + program.parameters[i + 1:]
+                yield replace(program, parameters=parameters), schedule
     for i, c in enumerate(schedule):
         for plainer in (replace(c, ambient="grad"), replace(c, requires_grad=())):
             if plainer != c:

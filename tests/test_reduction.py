@@ -135,3 +135,15 @@ def test_canonical_names_renumber_in_source_order():
         .replace("t7", "t2").replace("w1", "w0").replace("(c)", "(a)").replace("self, c", "self, a") \
         .replace("p0, c", "p0, a").replace("helper0(c)", "helper0(a)")
     assert "c" not in render_body(q).replace("torch", "")
+
+
+def test_parameters_are_made_plain_and_unused_ones_dropped():
+    w0, w1 = TensorInput("w0", (2, 0, 3), "float64", requires_grad=True), TensorInput("w1", (2,), requires_grad=True)
+    module = Program((A,), (Assign("t0", Call("mul", ("self.w0", "a"))),), ("t0",), parameters=(w0, w1))
+
+    def uses_w0(program, schedule):
+        return "self.w0" in render_body(program) or None
+
+    r = reduce(module, SCHEDULE, uses_w0)
+    assert r.program.parameters == (TensorInput("w0", (), requires_grad=True),)
+    assert render_body(r.program) == "t0 = self.w0 * a\nreturn a"  # a local minimum: each edit left fails
