@@ -245,12 +245,12 @@ def cmd_matrix(args) -> int:
 
 
 def cmd_triage(args) -> int:
-    from conformance.fuzz import merge_findings
+    from conformance.report.records import merge
     from conformance.known_issues import stub
 
     if not (args.report_dir / "findings").is_dir():
         raise UsageError(f"{args.report_dir} has no findings/ folder")
-    new = [r for r in merge_findings(args.report_dir / "findings") if not r.get("known") and r.get("program")]
+    new = [r for r in merge(args.report_dir / "findings") if not r.get("known") and r.get("program")]
     for r in new:
         print(stub(r))
     print(f"# {len(new)} new signature(s); give each a title and notes, merge those with one cause", file=sys.stderr)

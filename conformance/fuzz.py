@@ -493,7 +493,7 @@ def run_fuzz(cfg: FuzzConfig, out=sys.stdout) -> int:
     crashes: dict[str, dict] = {}
     for r in crash_records:  # a worker that dies on every example is one signature, many hits
         crashes[r["signature"]] = merge_pair(crashes[r["signature"]], r) if r["signature"] in crashes else r
-    records = merge_findings(findings) + list(crashes.values())
+    records = merge(findings) + list(crashes.values())
     for r in records:
         r["unshrunk_hits"] = unshrunk.get(r.get("class", ""), 0)
     records = _baseline_status(records, baseline)
@@ -519,14 +519,6 @@ def run_fuzz(cfg: FuzzConfig, out=sys.stdout) -> int:
         out.write(f"{len(replayed)} earlier signature(s) not hit tonight still reproduce when replayed\n")
     new = [r for r in records if r["status"] == "new"]
     return 1 if new else 0
-
-
-def merge_findings(findings: Path) -> list[dict]:
-    """Shrunk records, plus raw ones whose class never finished shrinking."""
-    shrunk = [r for r in merge(findings) if r.get("shrunk", True)]
-    raws = [r for r in merge(findings) if not r.get("shrunk", True)]
-    classes = {r.get("class") for r in shrunk}
-    return shrunk + [r for r in raws if r.get("class") not in classes]
 
 
 def print_table(records: list[dict], fixed: list[str], examples: int, seconds: float, index: Path, out) -> None:

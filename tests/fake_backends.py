@@ -1,5 +1,5 @@
-"""Fast fake backends for the fuzz job's tests: one that hangs, one that kills its process,
-one with two bugs that show the same symptom."""
+"""Fast fake backends for the harness's tests: one that hangs, one that kills its process,
+one with two bugs that show the same symptom, and two that get eager's errors wrong."""
 
 import os
 import time
@@ -40,6 +40,42 @@ class TwoBugsOneSymptom(_Wrapping):
         return out
 
 
+class MasksErrors(_Wrapping):
+    """An error the program raises comes out as the backend's own AssertionError."""
+
+    fault = "raises AssertionError instead of the program's error"
+
+    def call(self, fn, args, compiled):
+        try:
+            return fn(*args)
+        except Exception as exc:
+            raise AssertionError("internal invariant") from exc
+
+
+class _FailsInBackward(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        return x.clone()
+
+    @staticmethod
+    def backward(ctx, grad):
+        raise RuntimeError("deferred until backward")
+
+
+class DefersErrors(_Wrapping):
+    """An error the program raises during the call is raised by backward instead."""
+
+    fault = "raises the program's error in backward"
+
+    def call(self, fn, args, compiled):
+        try:
+            return fn(*args)
+        except Exception:
+            return _FailsInBackward.apply(torch.zeros((), requires_grad=True))
+
+
 hangs = Hangs
 crashes = Crashes
 two_bugs_one_symptom = TwoBugsOneSymptom
+masks_errors = MasksErrors
+defers_errors = DefersErrors

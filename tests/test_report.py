@@ -2,6 +2,7 @@
 HTML reports show hostile strings as text; summary.json follows the DESIGN.md contract."""
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -12,7 +13,7 @@ from conformance.backends import get
 from conformance.check import run_example
 from conformance.generators.schedules import CallSpec
 from conformance.oracles.mismatch import exception_class
-from conformance.program import Assign, Call, GradRegion, Program, SetGradMode, TensorInput
+from conformance.program import Assign, Call, GradRegion, InPlace, Program, SetGradMode, TensorInput
 from conformance.report.records import record_of, save
 from conformance.report.repro import render_repro
 from conformance.report.write import write_run
@@ -40,17 +41,28 @@ def run_repro(tmp_path, record, spec=None):
         record = record | {"backend_spec": spec, "backend": spec}
     path = tmp_path / "repro.py"
     path.write_text(render_repro(record))
-    # Standalone: run from an empty folder, with only what the script imports.
-    return subprocess.run([sys.executable, str(path)], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    # Standalone: run from an empty folder, with only what the script imports (a backend of
+    # tests/ is found as a user's own backend module would be, on PYTHONPATH).
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    return subprocess.run([sys.executable, str(path)], cwd=tmp_path, capture_output=True, text=True, timeout=120,
+                          env=env)
+
+
+# Eager raises: an in-place update of a leaf that requires grad, with grad enabled.
+RAISES = Program((A,), (InPlace("a", "add_", "a"),), ("a",))
 
 
 @pytest.mark.parametrize("fault, program, schedule", [
     ("perturbs_outputs", PROGRAM, (CallSpec(),)),
+    ("tests.fake_backends:masks_errors", RAISES, (CallSpec(),)),  # both raise, the backend its own AssertionError
+    # raised at another stage in the harness; the repro, which has no cotangent for an output
+    # eager never made, sees the call raise on one side only
+    ("tests.fake_backends:defers_errors", RAISES, (CallSpec(),)),
     ("forgets_grad_mode_change", LEAVES_GRAD_OFF, (CallSpec(),)),
     ("stale_grad_mode_cache", PROGRAM, (CallSpec("grad"), CallSpec("no_grad", values_seed=1))),
 ])
 def test_repro_exits_1_while_it_reproduces_and_0_once_fixed(tmp_path, fault, program, schedule):
-    spec = f"conformance.backends.faulty:{fault}"
+    spec = fault if ":" in fault else f"conformance.backends.faulty:{fault}"
     record = record_for(program, spec, schedule)
     bad = run_repro(tmp_path, record)
     assert bad.returncode == 1, bad.stdout + bad.stderr

@@ -95,7 +95,15 @@ def merge_pair(a: dict, b: dict) -> dict:
 
 
 def merge(folder: Path) -> list[dict]:
-    """All records under folder, one per signature: the smallest program, hits summed."""
+    """All records under folder, one per signature: the smallest program, hits summed. A raw
+    record (saved before shrinking, `shrunk: false`) counts only where no shrunk record of
+    its class exists: then shrinking never finished, and the raw one is all there is."""
+    records = _merge_all(folder)
+    classes = {r.get("class") for r in records if r.get("shrunk", True)}
+    return [r for r in records if r.get("shrunk", True) or r.get("class") not in classes]
+
+
+def _merge_all(folder: Path) -> list[dict]:
     by_sig: dict[str, dict] = {}
     for path in sorted(folder.glob("**/*.json")):
         try:
