@@ -11,6 +11,7 @@ wall time from the first failing example to the minimal program, per issue and m
 
 from __future__ import annotations
 
+import hashlib
 import json
 import multiprocessing as mp
 import statistics
@@ -22,7 +23,11 @@ PHASES = ("generate", "render", "eager call", "eager backward", "backend call", 
 BACKEND_PHASES = ("backend call", "backend backward")
 
 
-def _worker(spec: str, examples: int, seed: int, out) -> None:
+def _worker(spec: str, examples: int, seed: int, out, index: int = 0, of: int = 1) -> None:
+    """Run the `examples` examples Hypothesis draws with `seed`; of those, every `of`-th from
+    `index` on. Every worker draws the same examples, so that N workers run exactly the
+    examples one worker runs, dealt out in turn: a static split into N streams of their own
+    left one worker with the larger programs, and measured that, not the speed-up."""
     from hypothesis import HealthCheck, Phase, given, settings
     from hypothesis import seed as hseed
 
@@ -34,11 +39,17 @@ def _worker(spec: str, examples: int, seed: int, out) -> None:
 
     backend = get(spec)
     per_example: list[dict] = []
+    ran: list[str] = []  # what each example was, to check that the split is the same examples
     body_total = 0.0
     mismatching = 0
+    drawn = 0
 
     def prop(example):
-        nonlocal body_total, mismatching
+        nonlocal body_total, mismatching, drawn
+        drawn += 1
+        if (drawn - 1) % of != index:
+            return
+        ran.append(hashlib.sha1(repr(example).encode()).hexdigest()[:16])
         t0 = time.perf_counter()
         timer = Timer()
         result = run_example(example[0], backend, example[1], timer=timer)
@@ -65,14 +76,13 @@ def _worker(spec: str, examples: int, seed: int, out) -> None:
     import resource
 
     out.put({"wall": wall, "body": body_total, "examples": per_example, "mismatching": mismatching,
-             "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024})
+             "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, "ran": ran})
 
 
 def run_bench(spec: str, examples: int, workers: int, seed: int = 0) -> dict:
     ctx = mp.get_context("spawn")
     out = ctx.Queue()
-    share = [examples // workers + (1 if i < examples % workers else 0) for i in range(workers)]
-    procs = [ctx.Process(target=_worker, args=(spec, n, seed + i, out)) for i, n in enumerate(share)]
+    procs = [ctx.Process(target=_worker, args=(spec, examples, seed, out, i, workers)) for i in range(workers)]
     for p in procs:
         p.start()
     results = [out.get() for _ in procs]
@@ -95,6 +105,7 @@ def run_bench(spec: str, examples: int, workers: int, seed: int = 0) -> dict:
         "efficiency": round(sum(phase_total[p] for p in BACKEND_PHASES) / total_wall, 4),
         "peak_rss_mb": round(max(r["peak_rss_mb"] for r in results), 1),
         "mismatching_examples": sum(r["mismatching"] for r in results),
+        "example_ids": sorted(x for r in results for x in r["ran"]),
     }
     return report
 

@@ -45,3 +45,16 @@ def test_bench_shrink_times_one_known_issue(tmp_path):
 
     assert row["statements"] <= MAX_STATEMENTS, row  # the minimal body is `a.requires_grad_()`
     assert any(line.startswith("requires-grad-method-unsupported ") for line in proc.stderr.splitlines())
+
+
+def test_two_workers_run_the_same_examples_as_one(tmp_path):
+    def ids(workers):
+        out = tmp_path / f"bench{workers}.json"
+        proc = subprocess.run([sys.executable, "-m", "conformance", "bench", "--backend", "eager", "--examples", "30",
+                               "--workers", str(workers), "--json", str(out)], cwd=ROOT, capture_output=True,
+                              text=True, timeout=300)
+        assert proc.returncode == 0, proc.stderr
+        return json.loads(out.read_text())["example_ids"]
+
+    one, two = ids(1), ids(2)
+    assert len(one) == 30 and one == two
