@@ -27,24 +27,23 @@ def _positive_seconds(text: str) -> float:
     return value
 
 
-def _positive_int(text: str) -> int:
+def _whole_number(text: str, least: int) -> int:
     try:
         value = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"expected a number more than 0, got {text}")
+    if value < least:
+        raise argparse.ArgumentTypeError(f"expected a number more than 0, got {text}" if least == 1
+                                         else f"expected a number of {least} or more, got {text}")
     return value
+
+
+def _positive_int(text: str) -> int:
+    return _whole_number(text, 1)
 
 
 def _count(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected a number of 0 or more, got {text}")
-    return value
+    return _whole_number(text, 0)
 
 
 def _workers(text: str) -> int:

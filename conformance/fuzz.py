@@ -117,7 +117,7 @@ def worker_main(cfg: FuzzConfig, wid: int, incarnation: int, messages, stop, sta
     from conformance import known_issues
     from conformance.backends import get
     from conformance.check import Result, raise_for, run_example
-    from conformance.oracles.mismatch import Mismatch, class_key, exception_class
+    from conformance.oracles.mismatch import Mismatch, class_key
     from conformance.outcome import SideOutcome
     from conformance.program import constructs, count_statements
     from conformance.report.records import record_of, save
@@ -189,9 +189,7 @@ def worker_main(cfg: FuzzConfig, wid: int, incarnation: int, messages, stop, sta
             return
         if key not in raw_saved:  # nothing found is lost, even if shrinking never ends
             raw_saved.add(key)
-            exc = exception_class(result.mismatches[0])(result.mismatches)
-            exc.result = result
-            rec = record_of(finding_of(exc, backend.name, issues), backend, examples=run.misses,
+            rec = record_of(finding_of(result, backend.name, issues), backend, examples=run.misses,
                             seconds=time.time() - start, command=cfg.command, seed=cfg.seed)
             rec.update(shrunk=False, **{"class": key})
             write_atomic(folder / "raw" / f"{abs(hash(key))}.json", json.dumps(rec))
@@ -214,10 +212,8 @@ def worker_main(cfg: FuzzConfig, wid: int, incarnation: int, messages, stop, sta
         """Reduce a later hit of a shrunk class (the last shrink pass only: seconds, not a
         minute) and record it: under a signature of its own if it is another bug."""
         looks[key] += 1
-        exc = exception_class(result.mismatches[0])(result.mismatches)
-        exc.result = result
         t0 = time.time()
-        finding = reduce_finding(finding_of(exc, backend.name, issues), backend, issues, run=timed_run,
+        finding = reduce_finding(finding_of(result, backend.name, issues), backend, issues, run=timed_run,
                                  budget=Budget(seconds=cfg.reduction_seconds(deadline)))
         needs[key].append(constructs(finding.result.program))
         rec = record_of(finding, backend, examples=run.misses, seconds=t0 - start, command=cfg.command, seed=cfg.seed)

@@ -52,9 +52,10 @@ def split_failures(exc: BaseException) -> list[ConformanceMismatch]:
     raise exc
 
 
-def finding_of(exc: ConformanceMismatch, backend_name: str, issues) -> Finding:
-    result: Result = exc.result
-    sig = signature(exc.mismatches[0], result.program, result.schedule)
+def finding_of(failure: ConformanceMismatch | Result, backend_name: str, issues) -> Finding:
+    """A failure Hypothesis raised (it carries its Result), or a Result with mismatches."""
+    result: Result = failure if isinstance(failure, Result) else failure.result
+    sig = signature(result.mismatches[0], result.program, result.schedule)
     return Finding(sig, result, KI.classify(sig, backend_name, issues))
 
 

@@ -12,7 +12,6 @@ import pytest
 from conformance.backends import get
 from conformance.check import run_example
 from conformance.generators.schedules import CallSpec
-from conformance.oracles.mismatch import exception_class
 from conformance.program import Assign, Call, GradRegion, InPlace, Program, SetGradMode, TensorInput
 from conformance.report.records import record_of, save
 from conformance.report.repro import render_repro
@@ -31,9 +30,7 @@ def record_for(program, spec, schedule=(CallSpec(),)):
     backend.spec = spec
     result = run_example(program, backend, schedule)
     assert result.mismatches, "the planted fault should show on this program"
-    exc = exception_class(result.mismatches[0])(result.mismatches)
-    exc.result = result
-    return record_of(finding_of(exc, backend.name, []), backend, command="test")
+    return record_of(finding_of(result, backend.name, []), backend, command="test")
 
 
 def run_repro(tmp_path, record, spec=None):
