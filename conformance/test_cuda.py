@@ -11,7 +11,8 @@ pytestmark = pytest.mark.skipif(not torch.cuda.is_available(),
 
 
 def test_cuda_regions_and_calls(check):
-    strategy = examples(statements=("op", "region", "set_grad", "create", "inplace"), device="cuda")
+    strategy = examples(statements=("op", "region", "set_grad", "create", "create_requires_grad", "inplace"),
+                        device="cuda")
     check("cuda", strategy)
 
 

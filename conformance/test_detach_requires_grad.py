@@ -4,6 +4,6 @@ from conformance.suite import examples
 
 
 def test_detach_and_requires_grad(check):
-    strategy = examples(regions=("no_grad", "enable_grad"), statements=("op", "requires_grad_", "create", "region"),
-                        modules=False)
+    strategy = examples(regions=("no_grad", "enable_grad"),
+                        statements=("op", "requires_grad_", "create", "create_requires_grad", "region"), modules=False)
     check("detach_requires_grad", strategy)

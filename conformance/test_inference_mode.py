@@ -4,6 +4,6 @@ from conformance.suite import examples
 
 
 def test_inference_mode_regions(check):
-    strategy = examples(regions=("inference_mode", "no_grad"), statements=("op", "region", "create"),
-                        modules=False)
+    strategy = examples(regions=("inference_mode", "no_grad"),
+                        statements=("op", "region", "create", "create_requires_grad"), modules=False)
     check("inference_mode", strategy)

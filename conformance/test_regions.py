@@ -5,5 +5,5 @@ from conformance.suite import examples
 
 def test_nested_grad_mode_regions(check):
     strategy = examples(regions=("no_grad", "enable_grad", "set_grad_enabled"),
-                        statements=("op", "region", "create"), modules=False)
+                        statements=("op", "region", "create", "create_requires_grad"), modules=False)
     check("regions", strategy)

@@ -32,7 +32,11 @@ from conformance.program import (
 # Nested blocks stay short: every statement costs compile time in each shrink step, and
 # the discrepancies found so far need at most two statements per block.
 NESTED_MAX = 2
-STATEMENT_KINDS = ("op", "create", "region", "set_grad", "inplace", "requires_grad_", "if", "helper")
+# `torch.ones(..., requires_grad=True)` is a kind of its own, not a coin flip of "create":
+# so that swarm testing can leave it out of a program while keeping plain creations (thunder
+# rejects the keyword before anything else of the program runs).
+STATEMENT_KINDS = ("op", "create", "create_requires_grad", "region", "set_grad", "inplace", "requires_grad_", "if",
+                   "helper")
 OP_NAMES = tuple(OPS)
 
 
@@ -56,12 +60,12 @@ def op_calls(draw, scope: Scope) -> Assign:
 
 
 @st.composite
-def creations(draw, scope: Scope) -> Assign:
+def creations(draw, scope: Scope, requires_grad: bool = False) -> Assign:
     op = draw(st.sampled_from(CREATION), label="creation")
     shape = draw(shapes(max_dims=1 if op == "arange" else 3), label="creation.shape")
     if op == "arange" and not shape:
         shape = (1,)
-    value = Create(op, shape, scope.device, draw(st.booleans(), label="creation.requires_grad"))
+    value = Create(op, shape, scope.device, requires_grad)
     target = scope.names.temp()
     scope.env[target] = Meta(shape, "float32", scope.device)
     return Assign(target, value)
@@ -138,8 +142,8 @@ def helper_calls(draw, scope: Scope, depth: int, kinds, allowed) -> Assign:
 def statements(draw, scope: Scope, depth: int, kinds: tuple[str, ...], allowed: tuple[str, ...]):
     kind = draw(st.sampled_from(allowed), label="statement")
     nested = depth > 0
-    if kind == "create":
-        return draw(creations(scope))
+    if kind in ("create", "create_requires_grad"):
+        return draw(creations(scope, requires_grad=kind == "create_requires_grad"))
     if kind == "region" and nested and kinds:
         return draw(regions(scope, depth, kinds, allowed))
     if kind == "set_grad":
