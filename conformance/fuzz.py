@@ -123,7 +123,8 @@ def worker_main(cfg: FuzzConfig, wid: int, incarnation: int, messages, stop, sta
     from conformance.report.records import record_of, save
     from conformance.serialize import encode
     from conformance.shrinking import Budget, Memo, shrink_budget
-    from conformance.suite import MAX_STATEMENTS, PHASES, examples, finding_of, reduce_finding, seeded, split_failures
+    from conformance.suite import (MAX_STATEMENTS, PHASES, examples, finding_of, focus, reduce_finding, seeded,
+                                  split_failures)
 
     backend = get(cfg.backend)
     backend.spec = cfg.backend
@@ -180,14 +181,20 @@ def worker_main(cfg: FuzzConfig, wid: int, incarnation: int, messages, stop, sta
             return
         key = class_key(result.mismatches[0])
         event(key)
-        if shrunk[key] >= cfg.shrinks_per_class or smallest.get(key, MAX_STATEMENTS + 1) <= MAX_STATEMENTS:
+        behind = None
+        if done(key):
             later[key] += 1
-            if second_look_due(key, program):
+            behind = focus(result, done)
+            if behind is not None:  # the first bug is reported; shrink the one behind it
+                messages.put(("unshrunk", wid, key))
+                result, key = behind, class_key(behind.mismatches[0])
+            elif second_look_due(key, program):
                 second_look(result, key)
+                return
             else:
                 messages.put(("unshrunk", wid, key))
-            return
-        if key not in raw_saved:  # nothing found is lost, even if shrinking never ends
+                return
+        if behind is None and key not in raw_saved:  # nothing found is lost, even if shrinking never ends
             raw_saved.add(key)
             rec = record_of(finding_of(result, backend.name, issues), backend, examples=run.misses,
                             seconds=time.time() - start, command=cfg.command, seed=cfg.seed)
@@ -196,6 +203,10 @@ def worker_main(cfg: FuzzConfig, wid: int, incarnation: int, messages, stop, sta
         for c in sorted(constructs(program)):
             event(c)
         raise_for(result)
+
+    def done(key: str) -> bool:
+        # Shrunk to a readable repro, or out of shrinks: later hits are counted, not shrunk.
+        return shrunk[key] >= cfg.shrinks_per_class or smallest.get(key, MAX_STATEMENTS + 1) <= MAX_STATEMENTS
 
     def second_look_due(key: str, program) -> bool:
         # One class of mismatch (one symptom) can be several bugs: `requires_grad True vs
@@ -256,8 +267,15 @@ def worker_main(cfg: FuzzConfig, wid: int, incarnation: int, messages, stop, sta
         for f in failures:
             key = class_key(f.mismatches[0])
             finding = reduce_finding(finding_of(f, backend.name, issues), backend, issues, run=timed_run,
-                                     budget=Budget(seconds=cfg.reduction_seconds(deadline)))
+                                     budget=Budget(seconds=cfg.reduction_seconds(deadline)), masked=done)
             shrunk[key] += 1
+            again = timed_run(finding.result.program, backend, finding.result.schedule)  # a Memo hit
+            if again is not None and again.mismatches and class_key(again.mismatches[0]) != key:
+                # Not shown without a reported bug's mismatch before it: maybe a consequence
+                # of that bug, so not reported as one of its own (a false alarm costs an hour).
+                messages.put(("unshrunk", wid, key))
+                (folder / "raw" / f"{abs(hash(key))}.json").unlink(missing_ok=True)
+                continue
             smallest[key] = min(smallest.get(key, 10**9), count_statements(finding.result.program))
             needs[key].append(constructs(finding.result.program))
             rec = record_of(finding, backend, examples=first_n, seconds=t0 - start, command=cfg.command,

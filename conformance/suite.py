@@ -9,7 +9,8 @@ are not mismatches are harness bugs and propagate untouched.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import Callable
 
 from hypothesis import Phase, event, given, note, settings
 from hypothesis.database import InMemoryExampleDatabase
@@ -57,6 +58,20 @@ def finding_of(failure: ConformanceMismatch | Result, backend_name: str, issues)
     result: Result = failure if isinstance(failure, Result) else failure.result
     sig = signature(result.mismatches[0], result.program, result.schedule)
     return Finding(sig, result, KI.classify(sig, backend_name, issues))
+
+
+def focus(result: Result, masked: Callable[[str], bool]) -> Result | None:
+    """The result led by its first mismatch whose class is not `masked` (the others keep
+    their order after it), or None when every class is masked.
+
+    The first mismatch names an example's bug, and a known bug that shows up often (thunder's
+    grad-mode markers after a nested region) comes first in many examples that show another
+    bug after it. Once the first bug is reported, the fuzzer looks at the next one."""
+    for i, m in enumerate(result.mismatches):
+        if not masked(class_key(m)):
+            return result if i == 0 else replace(result, mismatches=[m, *result.mismatches[:i],
+                                                                     *result.mismatches[i + 1:]])
+    return None
 
 
 # A repro body a compiler engineer reads in a minute; past this, shrinking gets another pass.
@@ -138,17 +153,24 @@ def check_area(backend, name: str, strategy, issues=None, on_finding=None,
     return findings
 
 
-def reduce_finding(finding: Finding, backend, issues, run=run_example, budget: Budget | float = DEFAULT_SHRINK_SECONDS
-                   ) -> Finding:
+def reduce_finding(finding: Finding, backend, issues, run=run_example, budget: Budget | float = DEFAULT_SHRINK_SECONDS,
+                   masked: Callable[[str], bool] = lambda key: False) -> Finding:
     """The finding after the last shrink pass (reduction.reduce), on the same class of
     mismatch, with its signature and known issue taken from the reduced program.
-    `run(program, backend, schedule)` runs a candidate (a Memo in a property run)."""
+    `run(program, backend, schedule)` runs a candidate (a Memo in a property run).
+    A finding led by a mismatch that came after `masked` ones (see `focus`) keeps being led
+    by it; where the masked ones are gone from the reduced program, it is the first one."""
     budget = budget if isinstance(budget, Budget) else Budget(seconds=budget)
     key = _key(finding)
 
     def still_fails(program, schedule):
         result = run(program, backend, schedule)
-        return result if result is not None and result.mismatches and class_key(result.mismatches[0]) == key else None
+        if result is None or not result.mismatches:
+            return None
+        if class_key(result.mismatches[0]) == key:
+            return result
+        result = focus(result, lambda k: k != key and masked(k))
+        return result if result is not None and class_key(result.mismatches[0]) == key else None
 
     r = reduce(finding.result.program, finding.result.schedule, still_fails, max_tries=budget.calls,
                seconds=budget.seconds, result=finding.result)

@@ -1,5 +1,6 @@
 """Fast fake backends for the harness's tests: one that hangs, one that kills its process,
-one with two bugs that show the same symptom, and two that get eager's errors wrong."""
+one with two bugs that show the same symptom, one whose first bug hides a second, and two
+that get eager's errors wrong."""
 
 import os
 import time
@@ -40,6 +41,24 @@ class TwoBugsOneSymptom(_Wrapping):
         return out
 
 
+class HidesABug(_Wrapping):
+    """Two bugs, and the first one's mismatch comes before the second one's wherever both
+    show: outputs are off by one in functions that call `.detach()` (an outputs mismatch);
+    outputs lose requires_grad in functions that modify a tensor in place (a flags one)."""
+
+    fault = "perturbs outputs after detach, detaches them after an in-place op"
+
+    def call(self, fn, args, compiled):
+        out = fn(*args)
+        names = set((fn.__code__ if hasattr(fn, "__code__") else fn.forward.__code__).co_names)
+        one = lambda x: x  # noqa: E731
+        if "detach" in names:
+            one = lambda x, f=one: f(x) + 1 if isinstance(x, torch.Tensor) and x.is_floating_point() else f(x)  # noqa: E731
+        if names & {"add_", "mul_", "sub_", "copy_"}:
+            one = lambda x, f=one: f(x).detach() if isinstance(x, torch.Tensor) else f(x)  # noqa: E731
+        return tuple(map(one, out)) if isinstance(out, tuple) else one(out)
+
+
 class MasksErrors(_Wrapping):
     """An error the program raises comes out as the backend's own AssertionError."""
 
@@ -77,5 +96,6 @@ class DefersErrors(_Wrapping):
 hangs = Hangs
 crashes = Crashes
 two_bugs_one_symptom = TwoBugsOneSymptom
+hides_a_bug = HidesABug
 masks_errors = MasksErrors
 defers_errors = DefersErrors

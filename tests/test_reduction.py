@@ -147,3 +147,60 @@ def test_parameters_are_made_plain_and_unused_ones_dropped():
     r = reduce(module, SCHEDULE, uses_w0)
     assert r.program.parameters == (TensorInput("w0", (), requires_grad=True),)
     assert render_body(r.program) == "t0 = self.w0 * a\nreturn a"  # a local minimum: each edit left fails
+
+
+# ---------------------------------------------------------------- a bug behind another one
+
+HIDDEN = Program(
+    (TensorInput("a", (2,), requires_grad=True),),
+    (Assign("t0", Call("detach", ("a",))),
+     Assign("t1", Call("mul_scalar", ("t0",))),
+     Assign("t2", Call("add_scalar", ("a",))),
+     InPlace("t2", "add_", "a")),
+    ("t2", "t1"),
+)
+
+
+def _hidden_finding():
+    from conformance import known_issues
+    from conformance.check import run_example
+    from conformance.suite import finding_of, focus
+    from tests.fake_backends import hides_a_bug
+
+    backend = hides_a_bug()
+    result = run_example(HIDDEN, backend)
+    kinds = [m.kind for m in result.mismatches]
+    assert kinds[0] == "outputs.value" and "flags.requires_grad" in kinds, kinds
+    behind = focus(result, lambda key: key.startswith("outputs.value"))
+    return backend, behind, finding_of(behind, backend.name, known_issues.load())
+
+
+def test_focus_puts_the_first_unmasked_mismatch_first():
+    from conformance.check import run_example
+    from conformance.suite import focus
+    from tests.fake_backends import hides_a_bug
+
+    result = run_example(HIDDEN, hides_a_bug())
+    assert focus(result, lambda key: False) is result
+    assert focus(result, lambda key: True) is None
+    behind = focus(result, lambda key: key.startswith("outputs."))
+    assert behind.mismatches[0].kind == "flags.requires_grad"
+    assert sorted(map(id, behind.mismatches)) == sorted(map(id, result.mismatches))  # reordered, none lost
+    assert [m for m in behind.mismatches[1:] if m.kind == "outputs.value"] == \
+        [m for m in result.mismatches if m.kind == "outputs.value"]  # the others keep their order
+
+
+def test_a_bug_behind_a_masked_one_is_reduced_to_a_program_without_it():
+    from conformance.check import run_example
+    from conformance.suite import reduce_finding
+
+    backend, behind, finding = _hidden_finding()
+    reduced = reduce_finding(finding, backend, [], masked=lambda key: key.startswith("outputs.value"))
+    assert "detach" not in render(reduced.result.program)
+    again = run_example(reduced.result.program, backend, reduced.result.schedule)
+    assert again.mismatches[0].kind == "flags.requires_grad"  # first now, unfocused
+    assert reduced.signature.startswith("flags.requires_grad")
+    # Planted fault: reducing only while the bug's mismatch comes first gets nowhere, since
+    # no single edit removes `.detach()` (t1 reads t0) and the mask goes with it.
+    stuck = reduce_finding(finding, backend, [])
+    assert stuck is finding and "detach" in render(stuck.result.program)
