@@ -59,6 +59,17 @@ BINARY = (
     ("atan2", "torch.atan2({0}, {1})"),
     ("hypot", "torch.hypot({0}, {1})"),
 )
+# Families of ops that behave alike for autograd, for swarm testing (generators.programs):
+# a program that draws from a few families uses each op of them more often, and some bugs
+# need two ops of one family (a view of a view) or an op next to few others (minimum(a, a)).
+FAMILIES = {
+    "pointwise": ("mul_scalar", "add_scalar", "sin", "cos", "neg", "abs", "exp", "tanh", "sigmoid", "relu", "square",
+                  "pow", "cube", "log1p_abs", "sqrt_abs", "erf", "clamp"),
+    "reduction": ("sum", "mean", "sum_last", "softmax", "cumsum"),
+    "view": ("reshape", "transpose", "slice", "unsqueeze", "flip", "detach"),
+    "copy": ("clone", "to_float", "to_double"),
+    "binary": ("add", "mul", "sub", "div", "maximum", "minimum", "where", "matmul", "atan2", "hypot"),
+}
 # In-place methods: `target.<method>(arg)`; the target keeps its shape and dtype.
 INPLACE = ("add_", "mul_", "sub_", "copy_")
 CREATION = ("ones", "zeros", "full", "arange")
@@ -76,6 +87,7 @@ class Op:
 
 OPS: dict[str, Op] = {name: Op(name, t, 1) for name, t in UNARY}
 OPS.update({name: Op(name, t, 2) for name, t in BINARY})
+assert sorted(OPS) == sorted(op for ops in FAMILIES.values() for op in ops), "every op in one family"
 
 
 @dataclass(frozen=True)

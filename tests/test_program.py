@@ -105,20 +105,51 @@ def test_generated_programs_are_valid_python_and_round_trip(p):
     assert serialize.loads(serialize.dumps(p)) == p
 
 
-def test_swarm_leaves_kinds_out_of_some_programs_and_keeps_every_kind_reachable():
+@pytest.mark.parametrize("what", ["statements", "ops"])
+def test_swarm_leaves_kinds_out_of_some_programs_and_keeps_every_kind_reachable(what):
     from conformance.generators import STATEMENT_KINDS
     from conformance.generators.programs import swarm
+    from conformance.ops import FAMILIES
 
+    kinds, always = (STATEMENT_KINDS, ("op",)) if what == "statements" else (tuple(FAMILIES), ())
     seen = []
 
     @settings(max_examples=200, database=None)
-    @given(swarm(STATEMENT_KINDS, "statements", always=("op",)))
-    def draw(kinds):
-        seen.append(kinds)
+    @given(swarm(kinds, what, always=always))
+    def draw(on):
+        seen.append(on)
 
     draw()
-    assert all("op" in kinds for kinds in seen)
-    assert any(len(kinds) < len(STATEMENT_KINDS) for kinds in seen)
-    assert all(any(kind in kinds for kinds in seen) for kind in STATEMENT_KINDS)
+    assert all(set(always) <= set(on) for on in seen)
+    assert any(len(on) < len(kinds) for on in seen)
+    assert all(any(kind in on for on in seen) for kind in kinds)
     # never only the kinds that are always on: that draw keeps every kind
-    assert all(len(kinds) > 1 for kinds in seen)
+    assert all(set(on) - set(always) for on in seen)
+
+
+def test_programs_draw_their_ops_from_the_families_swarm_testing_left_on():
+    from conformance.ops import FAMILIES
+    from conformance.program import Assign, Call
+
+    def ops_of(block):
+        for s in block:
+            if isinstance(s, Assign) and isinstance(s.value, Call):
+                yield s.value.op
+            for attr in ("body", "then", "orelse"):
+                yield from ops_of(getattr(s, attr, ()))
+
+    family = {op: f for f, ops in FAMILIES.items() for op in ops}
+    used = []
+
+    @settings(max_examples=300, database=None, derandomize=True)
+    @given(programs(statements=("op",), regions=()))
+    def draw(p):
+        used.append([family[op] for op in ops_of(p.body)])
+
+    draw()
+    assert set().union(*used) == set(FAMILIES)  # every family is drawn
+    # Programs of 3+ ops all from one family other than the first (Hypothesis's simplest
+    # draw is `x * 2`, a pointwise op, every time): 6 of 64 without the swarm, 22 of 110 with it.
+    long = [fams for fams in used if len(fams) >= 3]
+    one_family = [fams for fams in long if len(set(fams)) == 1 and fams[0] != "pointwise"]
+    assert len(long) >= 30 and len(one_family) >= len(long) / 8, (len(one_family), len(long))

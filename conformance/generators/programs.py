@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 from conformance.generators.inputs import devices, parameters, tensor_inputs
 from conformance.generators.scope import Names, Scope
 from conformance.generators.statements import STATEMENT_KINDS, blocks
-from conformance.ops import Meta
+from conformance.ops import FAMILIES, OPS, Meta
 from conformance.program import GRAD_ENABLED, REGION_KINDS, Program
 
 INPUT_NAMES = "abcd"
@@ -47,6 +47,8 @@ def programs(
     device = device or draw(devices(), label="device")
     statements = draw(swarm(statements, "statements", always=("op",)))
     regions = draw(swarm(regions, "regions"))
+    families = draw(swarm(tuple(FAMILIES), "ops"))
+    ops = tuple(op for op in OPS if any(op in FAMILIES[f] for f in families))
     n_inputs = draw(st.integers(1, 3), label="inputs")
     inputs = tuple(draw(tensor_inputs(INPUT_NAMES[i]), label=f"input.{INPUT_NAMES[i]}") for i in range(n_inputs))
     params = ()
@@ -54,7 +56,7 @@ def programs(
         params = tuple(draw(parameters(f"w{i}", device)) for i in range(draw(st.integers(1, 2), label="parameters")))
     env = {i.name: Meta(i.shape, i.dtype, i.device) for i in inputs}
     env.update({f"self.{p.name}": Meta(p.shape, p.dtype, p.device) for p in params})
-    scope = Scope(env, Names(), [], device)
+    scope = Scope(env, Names(), [], device, ops=ops)
     body = draw(blocks(scope, max_depth, regions, statements, max_size=max_statements))
     # Variables in the order they were made (inputs first), so that deleting a statement
     # after the returned variable while shrinking leaves the return pointing at it.

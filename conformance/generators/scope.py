@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from conformance.ops import Meta
+from conformance.ops import OPS, Meta
 from conformance.program import Helper
 
 
@@ -37,9 +37,10 @@ class Scope:
     # Helpers are defined at module level; a helper body calls no other helper.
     in_helper: bool = False
     labels: set[str] = field(default_factory=set)
+    ops: tuple[str, ...] = tuple(OPS)  # the ops this program draws from (swarm testing)
 
     def child(self) -> "Scope":
-        return Scope(dict(self.env), self.names, self.helpers, self.device, self.in_helper, self.labels)
+        return Scope(dict(self.env), self.names, self.helpers, self.device, self.in_helper, self.labels, self.ops)
 
     def variables(self) -> list[str]:
         return sorted(self.env, key=_name_order)

@@ -37,7 +37,6 @@ NESTED_MAX = 2
 # rejects the keyword before anything else of the program runs).
 STATEMENT_KINDS = ("op", "create", "create_requires_grad", "region", "set_grad", "inplace", "requires_grad_", "if",
                    "helper")
-OP_NAMES = tuple(OPS)
 
 
 def _candidates(op: str, scope: Scope) -> list[tuple[str, ...]]:
@@ -49,7 +48,7 @@ def _candidates(op: str, scope: Scope) -> list[tuple[str, ...]]:
 
 @st.composite
 def op_calls(draw, scope: Scope) -> Assign:
-    op = draw(st.sampled_from(OP_NAMES), label="op")
+    op = draw(st.sampled_from(scope.ops), label="op")
     candidates = _candidates(op, scope)
     if not candidates:  # e.g. matmul with no compatible pair: `x * 2` applies to anything
         op, candidates = "mul_scalar", [(v,) for v in scope.variables()]
@@ -127,7 +126,8 @@ def helper_calls(draw, scope: Scope, depth: int, kinds, allowed) -> Assign:
     n_args = draw(st.integers(1, min(2, len(names))), label="helper.arity")
     args = tuple(draw(st.sampled_from(names), label=f"helper.arg{i}") for i in range(n_args))
     params = tuple(f"p{i}" for i in range(n_args))
-    inner = Scope({p: scope.env[a] for p, a in zip(params, args)}, scope.names, scope.helpers, scope.device, True)
+    inner = Scope({p: scope.env[a] for p, a in zip(params, args)}, scope.names, scope.helpers, scope.device, True,
+                  ops=scope.ops)
     body = draw(blocks(inner, depth - 1, kinds, allowed, max_size=NESTED_MAX))
     result = draw(st.sampled_from(inner.variables()), label="helper.result")
     helper = Helper(scope.names.helper(), draw(st.sampled_from(HELPER_DECORATORS), label="helper.decorator"),
