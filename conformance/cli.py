@@ -84,7 +84,7 @@ def build_parser() -> argparse.ArgumentParser:
                     help="restart a worker after this many examples (default 2000)")
     fz.add_argument("--max-rss-mb", type=_positive_int, default=3000,
                     help="restart a worker whose peak RSS passes this (default 3000)")
-    fz.add_argument("--chunk", type=_positive_int, default=200, help=argparse.SUPPRESS)
+    fz.add_argument("--chunk", type=_positive_int, default=10, help=argparse.SUPPRESS)
 
     rp = sub.add_parser("replay", help="re-run a repro folder or a summary.json's mismatches")
     rp.add_argument("path", type=Path, help="a summary.json, a report folder, or one mismatch's folder")

@@ -1,6 +1,6 @@
 """Fast fake backends for the harness's tests: one that hangs, one that kills its process,
-one with two bugs that show the same symptom, one whose first bug hides a second, and two
-that get eager's errors wrong."""
+one with two bugs that show the same symptom, one whose first bug hides a second, one whose
+first bug hides a consequence of it, and two that get eager's errors wrong."""
 
 import os
 import time
@@ -51,12 +51,31 @@ class HidesABug(_Wrapping):
     def call(self, fn, args, compiled):
         out = fn(*args)
         names = set((fn.__code__ if hasattr(fn, "__code__") else fn.forward.__code__).co_names)
-        one = lambda x: x  # noqa: E731
-        if "detach" in names:
-            one = lambda x, f=one: f(x) + 1 if isinstance(x, torch.Tensor) and x.is_floating_point() else f(x)  # noqa: E731
-        if names & {"add_", "mul_", "sub_", "copy_"}:
-            one = lambda x, f=one: f(x).detach() if isinstance(x, torch.Tensor) else f(x)  # noqa: E731
+        def one(x):
+            if isinstance(x, torch.Tensor):
+                x = x + 1 if "detach" in names and x.is_floating_point() else x
+                x = x.detach() if names & {"add_", "mul_", "sub_", "copy_"} else x
+            return x
+
         return tuple(map(one, out)) if isinstance(out, tuple) else one(out)
+
+
+class HidesAConsequence(_Wrapping):
+    """One bug and its consequence: functions that call `.detach()` return one value too
+    many (an outputs mismatch, whatever the values), and those of them that also modify a
+    tensor in place return their tensors detached too (a flags one, always behind it)."""
+
+    fault = "returns an extra value after detach, and detaches outputs too after an in-place op"
+
+    def call(self, fn, args, compiled):
+        out = fn(*args)
+        names = set((fn.__code__ if hasattr(fn, "__code__") else fn.forward.__code__).co_names)
+        if "detach" not in names:
+            return out
+        out = out if isinstance(out, tuple) else (out,)
+        if names & {"add_", "mul_", "sub_", "copy_"}:
+            out = tuple(x.detach() if isinstance(x, torch.Tensor) else x for x in out)
+        return out + (0,)
 
 
 class MasksErrors(_Wrapping):
@@ -97,5 +116,6 @@ hangs = Hangs
 crashes = Crashes
 two_bugs_one_symptom = TwoBugsOneSymptom
 hides_a_bug = HidesABug
+hides_a_consequence = HidesAConsequence
 masks_errors = MasksErrors
 defers_errors = DefersErrors

@@ -96,3 +96,22 @@ def test_a_second_look_tells_two_bugs_of_one_symptom_apart(tmp_path):
     assert any(bugs == {"enable_grad", "inplace"} for bugs in looks.values()), looks
     # Planted fault: without second looks, each class reports one of the two bugs only.
     assert all(len(bugs) == 1 for bugs in bugs_per_class(tmp_path / "no-looks", "--reductions-per-class", "0").values())
+
+
+def test_a_mismatch_behind_a_reported_bug_is_shrunk_and_reported_only_where_it_shows_alone(tmp_path):
+    def night(backend, folder):
+        proc = fuzz("--backend", f"tests.fake_backends:{backend}", "--seconds", "40", "--workers", "1",
+                    "--shrink-seconds", "5", "--report-dir", str(folder), "--seed", "4")
+        assert proc.returncode == 1, proc.stdout + proc.stderr
+        s = summary(folder)
+        return s["shrunk_behind"], {m["signature"].split(" | ")[0] for m in s["mismatches"]}
+
+    # Its own bug: reduced to a program without `.detach()`, where it shows first.
+    behind, oracles = night("hides_a_bug", tmp_path / "bug")
+    assert "flags.requires_grad" in oracles and "outputs.value" in oracles
+    # A consequence: shrunk, and not reported, since it never shows without the first bug.
+    # Planted fault: reporting every mismatch shrunk behind another reports it.
+    behind, oracles = night("hides_a_consequence", tmp_path / "consequence")
+    assert behind.get("not shown alone"), behind
+    # The consequence's own symptoms, only ever behind the first bug's, are not reported.
+    assert "outputs.structure" in oracles and not any(o.startswith(("flags.", "gradients.")) for o in oracles), oracles
