@@ -120,7 +120,7 @@ def worker_main(cfg: FuzzConfig, wid: int, incarnation: int, messages, stop, sta
     """One worker process: fuzz in chunks until the deadline, stop, or recycling."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when to stop
     signal.signal(signal.SIGALRM, _on_alarm)
-    from hypothesis import HealthCheck, Phase, event, given, settings
+    from hypothesis import HealthCheck, Phase, event, given, settings, statistics
     from hypothesis.database import DirectoryBasedExampleDatabase
 
     from conformance import known_issues
@@ -213,8 +213,6 @@ def worker_main(cfg: FuzzConfig, wid: int, incarnation: int, messages, stop, sta
             write_atomic(folder / "raw" / f"{abs(hash(key))}.json", json.dumps(rec))
         for c in sorted(constructs(program)):
             event(c)
-        if failing_since[0] is None:
-            failing_since[:] = [time.time(), spent["second looks"]]
         first_seen.setdefault(key, (run.misses, time.time() - start))
         raise_for(result)
 
@@ -265,7 +263,6 @@ def worker_main(cfg: FuzzConfig, wid: int, incarnation: int, messages, stop, sta
             signal.setitimer(signal.ITIMER_REAL, 0)
 
     prop._hypothesis_internal_add_digest = f"fuzz:{backend.name}".encode()
-    failing_since: list = [None, 0.0]  # when this chunk's first failure was raised; second looks by then
     chunk = 0
     while not over():
         phases = list(PHASES)
@@ -279,21 +276,20 @@ def worker_main(cfg: FuzzConfig, wid: int, incarnation: int, messages, stop, sta
             # One seed per (night, worker, incarnation, chunk), none shared by two of them.
             name = f"{cfg.seed}:{wid}:{incarnation}:{chunk}".encode()
             test = seeded(test, int(hashlib.sha256(name).hexdigest()[:16], 16))
-        first_n, t0, looks_before = run.misses, time.time(), spent["second looks"]
-        failing_since[:] = [None, 0.0]
+        first_n, t0 = run.misses, time.time()
+        phases_seconds: dict = {}
         try:
             # Shrinking stops at the deadline too, so what it has is written on time.
-            with shrink_budget(Budget(seconds=cfg.shrink_seconds, run_seconds=max(1.0, deadline - time.time()))):
+            with shrink_budget(Budget(seconds=cfg.shrink_seconds, run_seconds=max(1.0, deadline - time.time()))), \
+                    statistics.collector.with_value(phases_seconds.update):
                 test()
             failures = []
         except BaseException as exc:  # noqa: BLE001 - split_failures re-raises harness bugs
             failures = split_failures(exc)
-        # Hypothesis's run: generating until the first failure, then shrinking (each less the
-        # second looks made meanwhile, counted on their own).
-        now, looks_now = time.time(), spent["second looks"]
-        fail_at, looks_at_fail = failing_since if failing_since[0] is not None else (now, looks_now)
-        spent["generating"] += fail_at - t0 - (looks_at_fail - looks_before)
-        spent["shrinking (Hypothesis)"] += now - fail_at - (looks_now - looks_at_fail)
+        # Hypothesis's own account of its phases (the statistics its pytest plugin prints).
+        for phase, activity in (("reuse", "replaying the database"), ("generate", "generating"),
+                                ("target", "generating"), ("shrink", "shrinking (Hypothesis)")):
+            spent[activity] += phases_seconds.get(f"{phase}-phase", {}).get("duration-seconds", 0.0)
         for f in failures:
             key = class_key(f.mismatches[0])
             first = first_class(f.result)

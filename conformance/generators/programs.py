@@ -61,6 +61,10 @@ def programs(
     # Variables in the order they were made (inputs first), so that deleting a statement
     # after the returned variable while shrinking leaves the return pointing at it.
     returns = tuple(draw(st.lists(st.sampled_from(scope.variables()), min_size=1, max_size=3), label="returns"))
+    # A function most often returns what it computed last; "no" shrinks to the plain draw.
+    latest = scope.latest()
+    if latest is not None and latest not in returns and draw(st.booleans(), label="returns.latest"):
+        returns += (latest,)
     if draw(st.booleans(), label="return_is_grad_enabled"):
         returns += (GRAD_ENABLED,)
     seed = draw(st.integers(0, 2**16), label="seed")

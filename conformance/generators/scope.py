@@ -45,6 +45,10 @@ class Scope:
     def variables(self) -> list[str]:
         return sorted(self.env, key=_name_order)
 
+    def latest(self) -> str | None:
+        """The temporary assigned last, if any (dicts keep the order names were added)."""
+        return next((n for n in reversed(self.env) if _name_order(n)[0] == 2 and n[0] == "t"), None)
+
 
 def _name_order(name: str) -> tuple[int, str]:
     # Inputs (a, b, ...) before parameters before temporaries, temporaries by number,

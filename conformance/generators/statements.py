@@ -46,13 +46,27 @@ def _candidates(op: str, scope: Scope) -> list[tuple[str, ...]]:
     return [(v, w) for v in names for w in names if infer(op, (scope.env[v], scope.env[w]))]
 
 
+def chained(draw, scope: Scope, candidates: list[tuple[str, ...]], label: str) -> list[tuple[str, ...]]:
+    """Half the time, only the candidates that read the temporary made last.
+
+    So that programs compute chains, as people write them (a view, then an op on it inside
+    a region, then return that), rather than ops side by side on the inputs, most of whose
+    results nothing reads: a bug in how a tag or a grad mode flows from one op to the next
+    needs the next op. "No" shrinks to every candidate."""
+    latest = scope.latest()
+    reading = [c for c in candidates if latest in c]
+    if reading and draw(st.booleans(), label=f"{label}.chain"):
+        return reading
+    return candidates
+
+
 @st.composite
 def op_calls(draw, scope: Scope) -> Assign:
     op = draw(st.sampled_from(scope.ops), label="op")
     candidates = _candidates(op, scope)
     if not candidates:  # e.g. matmul with no compatible pair: `x * 2` applies to anything
         op, candidates = "mul_scalar", [(v,) for v in scope.variables()]
-    args = draw(st.sampled_from(candidates), label=f"{op}.args")
+    args = draw(st.sampled_from(chained(draw, scope, candidates, op)), label=f"{op}.args")
     target = scope.names.temp()
     scope.env[target] = infer(op, tuple(scope.env[a] for a in args))
     return Assign(target, Call(op, args))
@@ -89,7 +103,7 @@ def inplace_updates(draw, scope: Scope) -> InPlace | None:
     pairs = [(t, a) for t in names for a in names if inplace_applies(method, scope.env[t], scope.env[a])]
     if not pairs:
         return None
-    target, arg = draw(st.sampled_from(pairs), label=f"{method}.args")
+    target, arg = draw(st.sampled_from(chained(draw, scope, pairs, method)), label=f"{method}.args")
     return InPlace(target, method, arg)
 
 
