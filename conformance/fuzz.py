@@ -320,8 +320,9 @@ def worker_main(cfg: FuzzConfig, wid: int, incarnation: int, messages, stop, sta
         chunk += 1
         beat(force=True)
     current.unlink(missing_ok=True)
-    messages.put(("exit", wid, run.misses, _rss_mb(), dict(seen), "recycle" if not stop.is_set() and time.time() < deadline
-                  and (cfg.max_examples is None or run.misses < cfg.max_examples) else "done", dict(spent)))
+    why = "recycle" if not stop.is_set() and time.time() < deadline and (
+        cfg.max_examples is None or run.misses < cfg.max_examples) else "done"
+    messages.put(("exit", wid, run.misses, _rss_mb(), dict(seen), dict(spent), why))
 
 
 # ---------------------------------------------------------------------------- parent
@@ -458,9 +459,9 @@ def run_fuzz(cfg: FuzzConfig, out=sys.stdout) -> int:
                 w.examples_now = msg[2]
                 w.peak_rss_mb = max(w.peak_rss_mb, msg[3])
                 w.constructs_now = msg[4]
-                w.spent_now = msg[6] if kind == "exit" else msg[5]
+                w.spent_now = msg[5]
                 if kind == "exit":
-                    w.finished = msg[5]
+                    w.finished = msg[6]
                     w.constructs.update(w.constructs_now)
                     w.constructs_now = {}
                     w.spent.update(w.spent_now)

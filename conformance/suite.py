@@ -167,8 +167,6 @@ def reduce_finding(finding: Finding, backend, issues, run=run_example, budget: B
         result = run(program, backend, schedule)
         if result is None or not result.mismatches:
             return None
-        if class_key(result.mismatches[0]) == key:
-            return result
         result = focus(result, lambda k: k != key and masked(k))
         return result if result is not None and class_key(result.mismatches[0]) == key else None
 

@@ -47,7 +47,7 @@ class Scope:
 
     def latest(self) -> str | None:
         """The temporary assigned last, if any (dicts keep the order names were added)."""
-        return next((n for n in reversed(self.env) if _name_order(n)[0] == 2 and n[0] == "t"), None)
+        return next((n for n in reversed(self.env) if n[0] == "t" and n[1:].isdigit()), None)
 
 
 def _name_order(name: str) -> tuple[int, str]:
