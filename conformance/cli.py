@@ -74,9 +74,9 @@ def build_parser() -> argparse.ArgumentParser:
     fz.add_argument("--example-timeout", type=_positive_seconds, default=60.0,
                     help="an example running longer is reported as a hang (default 60)")
     fz.add_argument("--shrinks-per-class", type=_positive_int, default=3,
-                    help="shrink each mismatch class at most this often per worker (default 3)")
+                    help="shrink each mismatch class at most this often in all workers (default 3)")
     fz.add_argument("--reductions-per-class", type=_count, default=8,
-                    help="second looks (reduction only) at later hits of a shrunk class, per worker; "
+                    help="second looks (reduction only) at later hits of a shrunk class, in all workers; "
                          "0 for none (default 8)")
     fz.add_argument("--shrink-seconds", type=_positive_seconds, default=60.0,
                     help="shrinking budget per chunk of examples (default 60)")

@@ -21,12 +21,14 @@ What keeps an unattended night going:
 
 Shrinking budget: each mismatch class (oracles.mismatch.class_key) gets --shrink-seconds
 per shrink (Hypothesis, then reduction.reduce), and is shrunk again (at most
---shrinks-per-class times per worker) only while the worker's smallest program for it is
-longer than a repro should be. Later hits of that class are counted, and some get a second
-look (reduction only, at most --reductions-per-class per worker): those that lack a
-construct the class's repros need, and the 1st, 2nd, 4th, 8th... of the others. One class
-is one symptom, and one symptom can be two bugs; a second look that lands on another
-signature reports the other bug. A hit of a class that is done, with a mismatch of a class
+--shrinks-per-class times in all) only while the smallest program for it is longer than a
+repro should be. Later hits of that class are counted, and some get a second look
+(reduction only, at most --reductions-per-class in all): those that lack a construct the
+class's repros need, and the 1st, 2nd, 4th, 8th... of the others. One class is one
+symptom, and one symptom can be two bugs; a second look that lands on another signature
+reports the other bug. Workers share what they shrank (ClassLog, through the parent):
+without it each worker, and each incarnation of one after a recycle, shrank every class
+again, at about 10 s a shrink. A hit of a class that is done, with a mismatch of a class
 not done behind its first one, is shrunk for that one (suite.focus), and reported only if
 the reduced program shows it first.
 """
@@ -100,6 +102,53 @@ class WorkerState:
     spent_now: dict = field(default_factory=dict)  # of the running one
 
 
+# ---------------------------------------------------------------------------- classes
+
+
+class ClassLog:
+    """What the night has done per mismatch class: shrinks (with the statements and the
+    constructs of each result) and second looks. Built from events, {"by": incarnation,
+    "class": key, "kind": "shrink" or "look", "statements": n or None, "constructs": [...] or
+    None}, which each worker incarnation sends to the parent; the parent shares them all
+    (CLASS_LOG in the findings folder), and each worker reads the others' at the start of a
+    chunk, never within one (Hypothesis replays a failure at its end and must see it fail
+    again)."""
+
+    def __init__(self, events=()):
+        self.shrinks: Counter = Counter()  # Hypothesis, then the last pass
+        self.looks: Counter = Counter()  # second looks: the last pass alone
+        self.smallest: dict[str, int] = {}  # statements of the smallest shrunk program
+        self.needs: dict[str, list[frozenset]] = defaultdict(list)  # the constructs of each repro
+        for e in events:
+            self.add(e)
+
+    def add(self, e: dict) -> None:
+        key = e["class"]
+        if e["kind"] == "look":
+            self.looks[key] += 1
+        else:
+            self.shrinks[key] += 1
+            if e.get("statements") is not None:
+                self.smallest[key] = min(self.smallest.get(key, e["statements"]), e["statements"])
+        if e.get("constructs") is not None:
+            self.needs[key].append(frozenset(e["constructs"]))
+
+    def done(self, key: str, shrinks_per_class: int, max_statements: int) -> bool:
+        """Shrunk to a readable repro, or out of shrinks: later hits are counted, not shrunk."""
+        return self.shrinks[key] >= shrinks_per_class or self.smallest.get(key, max_statements + 1) <= max_statements
+
+
+CLASS_LOG = "classes.json"
+
+
+def read_events(findings: Path, but: str) -> list[dict]:
+    """The events of every incarnation but `but`, as the parent last wrote them."""
+    try:
+        return [e for e in json.loads((findings / CLASS_LOG).read_text()) if e.get("by") != but]
+    except (OSError, ValueError):
+        return []
+
+
 # ---------------------------------------------------------------------------- worker
 
 
@@ -143,11 +192,10 @@ def worker_main(cfg: FuzzConfig, wid: int, incarnation: int, messages, stop, sta
     current = folder / "current.json"
     db = DirectoryBasedExampleDatabase(str(cfg.db)) if cfg.db else None
     deadline = start + cfg.seconds
-    shrunk: Counter = Counter()
+    me = f"{wid}.{incarnation}"
+    own: list[dict] = []  # this incarnation's class events; the others' come from the parent
+    log = ClassLog()
     later: Counter = Counter()  # hits of a class after it was shrunk small enough
-    looks: Counter = Counter()  # of those, reduced for a second look
-    needs: dict[str, list[frozenset]] = defaultdict(list)  # the constructs of each repro of a class
-    smallest: dict[str, int] = {}  # statements of the smallest shrunk program, per class
     raw_saved: set[str] = set()
     first_seen: dict[str, tuple[int, float]] = {}  # (examples, seconds) when a class first failed
     run = Memo(run_example)
@@ -216,35 +264,64 @@ def worker_main(cfg: FuzzConfig, wid: int, incarnation: int, messages, stop, sta
         first_seen.setdefault(key, (run.misses, time.time() - start))
         raise_for(result)
 
+    def conclude(result, key: str, behind: bool) -> None:
+        """The last pass on a failure Hypothesis shrank for class `key` (one behind a reported
+        class: with that one masked); note it in the class log, record it where it shows alone."""
+        finding = reduce_finding(finding_of(result, backend.name, issues), backend, issues, run=timed_run,
+                                 budget=Budget(seconds=cfg.reduction_seconds(deadline)),
+                                 masked=done if behind else (lambda k: False))
+        alone = not behind or first_class(finding.result) == key
+        note(key, "shrink", finding.result.program if alone else None)
+        if behind:
+            messages.put(("behind", wid, key, "reported" if alone else "not shown alone"))
+            if not alone:
+                # Not shown without a reported bug's mismatch before it: maybe a consequence
+                # of that bug, so not reported as one of its own (a false alarm costs an hour).
+                messages.put(("unshrunk", wid, key))
+                return
+        examples_then, seconds_then = first_seen[key]
+        rec = record_of(finding, backend, examples=examples_then, seconds=seconds_then, command=cfg.command,
+                        seed=cfg.seed)
+        rec.update(shrunk=True, **{"class": key})
+        save(rec, folder, "w")
+        (folder / "raw" / f"{abs(hash(key))}.json").unlink(missing_ok=True)
+        messages.put(("finding", wid, finding.signature, finding.known.id if finding.known else None))
+
     def first_class(result) -> str | None:
         # The class of the first mismatch the example shows, unfocused (a Memo hit).
         again = timed_run(result.program, backend, result.schedule)
         return class_key(again.mismatches[0]) if again is not None and again.mismatches else None
 
     def done(key: str) -> bool:
-        # Shrunk to a readable repro, or out of shrinks: later hits are counted, not shrunk.
-        return shrunk[key] >= cfg.shrinks_per_class or smallest.get(key, MAX_STATEMENTS + 1) <= MAX_STATEMENTS
+        return log.done(key, cfg.shrinks_per_class, MAX_STATEMENTS)
+
+    def note(key: str, kind: str, program=None) -> None:
+        e = {"by": me, "class": key, "kind": kind,
+             "statements": None if program is None else count_statements(program),
+             "constructs": None if program is None else sorted(constructs(program))}
+        own.append(e)
+        log.add(e)
+        messages.put(("class", wid, e))
 
     def second_look_due(key: str, program) -> bool:
         # One class of mismatch (one symptom) can be several bugs: `requires_grad True vs
         # False` is an in-place bug in one program and an enable_grad one in another. A hit
         # that lacks a construct each repro of its class needs cannot be one of those bugs;
         # other hits get a look now and then (the 1st, 2nd, 4th, 8th... after the shrink).
-        if looks[key] >= cfg.reductions_per_class:
+        if log.looks[key] >= cfg.reductions_per_class:
             return False
         have = constructs(program)
         n = later[key]
-        return not any(need <= have for need in needs[key]) or n & (n - 1) == 0
+        return not any(need <= have for need in log.needs[key]) or n & (n - 1) == 0
 
     def second_look(result, key: str) -> None:
         """Reduce a later hit of a shrunk class (the last shrink pass only: seconds, not a
         minute) and record it: under a signature of its own if it is another bug."""
-        looks[key] += 1
         t0 = time.time()
         finding = reduce_finding(finding_of(result, backend.name, issues), backend, issues, run=timed_run,
                                  budget=Budget(seconds=cfg.reduction_seconds(deadline)))
         spent["second looks"] += time.time() - t0
-        needs[key].append(constructs(finding.result.program))
+        note(key, "look", finding.result.program)
         rec = record_of(finding, backend, examples=run.misses, seconds=t0 - start, command=cfg.command, seed=cfg.seed)
         rec.update(shrunk=True, **{"class": key})
         save(rec, folder, "w")
@@ -265,6 +342,7 @@ def worker_main(cfg: FuzzConfig, wid: int, incarnation: int, messages, stop, sta
     prop._hypothesis_internal_add_digest = f"fuzz:{backend.name}".encode()
     chunk = 0
     while not over():
+        log = ClassLog(read_events(folder.parent, but=me) + own)  # what the other workers shrank meanwhile
         phases = list(PHASES)
         if chunk > 0 or incarnation > 0:
             phases.remove(Phase.reuse)  # replaying the database once per worker is enough
@@ -293,30 +371,11 @@ def worker_main(cfg: FuzzConfig, wid: int, incarnation: int, messages, stop, sta
         for f in failures:
             key = class_key(f.mismatches[0])
             first = first_class(f.result)
-            behind = first is not None and first != key  # shrunk for a mismatch behind a reported one
+            first_seen.setdefault(key, (first_n, t0 - start))
             t1 = time.time()
-            finding = reduce_finding(finding_of(f, backend.name, issues), backend, issues, run=timed_run,
-                                     budget=Budget(seconds=cfg.reduction_seconds(deadline)),
-                                     masked=done if behind else (lambda k: False))
+            # shrunk for a mismatch behind a reported one, or for its first
+            conclude(f.result, key, first is not None and first != key)
             spent["shrinking (last pass)"] += time.time() - t1
-            shrunk[key] += 1
-            if behind:
-                alone = first_class(finding.result) == key
-                messages.put(("behind", wid, key, "reported" if alone else "not shown alone"))
-                if not alone:
-                    # Not shown without a reported bug's mismatch before it: maybe a consequence
-                    # of that bug, so not reported as one of its own (a false alarm costs an hour).
-                    messages.put(("unshrunk", wid, key))
-                    continue
-            smallest[key] = min(smallest.get(key, 10**9), count_statements(finding.result.program))
-            needs[key].append(constructs(finding.result.program))
-            examples_then, seconds_then = first_seen.get(key, (first_n, t0 - start))
-            rec = record_of(finding, backend, examples=examples_then, seconds=seconds_then, command=cfg.command,
-                            seed=cfg.seed)
-            rec.update(shrunk=True, **{"class": key})
-            save(rec, folder, "w")
-            (folder / "raw" / f"{abs(hash(key))}.json").unlink(missing_ok=True)
-            messages.put(("finding", wid, finding.signature, finding.known.id if finding.known else None))
         chunk += 1
         beat(force=True)
     current.unlink(missing_ok=True)
@@ -429,6 +488,7 @@ def run_fuzz(cfg: FuzzConfig, out=sys.stdout) -> int:
     crash_records: list[dict] = []
     unshrunk: Counter = Counter()
     behind: defaultdict = defaultdict(Counter)  # outcome -> class -> shrinks
+    events: list[dict] = []  # every incarnation's ClassLog events, shared through CLASS_LOG
     progress = cfg.progress if cfg.progress is not None else out.isatty()
     # A worker's budget of examples is its share of --max-examples.
     share = None if cfg.max_examples is None else max(1, cfg.max_examples // cfg.workers)
@@ -450,6 +510,7 @@ def run_fuzz(cfg: FuzzConfig, out=sys.stdout) -> int:
             msg = messages.get(timeout=timeout)
         except queue_mod.Empty:
             return
+        before = len(events)
         while True:
             kind, wid = msg[0], msg[1]
             w = workers[wid]
@@ -472,10 +533,14 @@ def run_fuzz(cfg: FuzzConfig, out=sys.stdout) -> int:
                 unshrunk[msg[2]] += 1
             elif kind == "behind":
                 behind[msg[3]][msg[2]] += 1
+            elif kind == "class":
+                events.append(msg[2])
             try:
                 msg = messages.get_nowait()
             except queue_mod.Empty:
-                return
+                break
+        if len(events) > before:
+            write_atomic(findings / CLASS_LOG, json.dumps(events))
 
     def total() -> int:
         return sum(w.examples for w in workers)

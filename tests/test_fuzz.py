@@ -6,6 +6,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -115,3 +116,38 @@ def test_a_mismatch_behind_a_reported_bug_is_shrunk_and_reported_only_where_it_s
     assert behind.get("not shown alone"), behind
     # The consequence's own symptoms, only ever behind the first bug's, are not reported.
     assert "outputs.structure" in oracles and not any(o.startswith(("flags.", "gradients.")) for o in oracles), oracles
+
+
+def test_the_class_log_counts_every_incarnations_shrinks_and_looks(tmp_path):
+    from conformance.fuzz import CLASS_LOG, ClassLog, read_events
+
+    events = [{"by": "0.0", "class": "a", "kind": "shrink", "statements": 9, "constructs": ["inplace"]},
+              {"by": "1.0", "class": "a", "kind": "shrink", "statements": None, "constructs": None},
+              {"by": "1.0", "class": "b", "kind": "shrink", "statements": 3, "constructs": ["no_grad"]},
+              {"by": "0.1", "class": "a", "kind": "look", "statements": 2, "constructs": ["enable_grad"]}]
+    (tmp_path / CLASS_LOG).write_text(json.dumps(events))
+    log = ClassLog(read_events(tmp_path, but="1.0"))
+    assert log.shrinks == {"a": 1} and log.looks == {"a": 1} and log.smallest == {"a": 9}
+    assert log.needs["a"] == [frozenset({"inplace"}), frozenset({"enable_grad"})]  # a look's repro counts too
+    assert not log.done("a", shrinks_per_class=3, max_statements=4)
+    everyone = ClassLog(read_events(tmp_path, but=""))
+    assert everyone.done("b", shrinks_per_class=3, max_statements=4)  # small enough
+    assert not everyone.done("a", shrinks_per_class=3, max_statements=4)
+    assert everyone.done("a", shrinks_per_class=2, max_statements=4)  # out of shrinks
+    assert read_events(tmp_path / "missing", but="") == []
+
+
+def test_a_recycled_worker_does_not_shrink_again_what_it_shrank_before(tmp_path):
+    # Before the class log, each incarnation shrank every class again: after a recycle a
+    # night re-spent minutes on bugs it had. Here every class is shrunk by one incarnation.
+    proc = fuzz("--backend", "conformance.backends.faulty:perturbs_outputs", "--seconds", "40", "--workers", "1",
+                "--recycle-after", "150", "--shrink-seconds", "3", "--shrinks-per-class", "1",
+                "--report-dir", str(tmp_path), "--seed", "7")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    s = summary(tmp_path)
+    assert s["workers"][0]["restarts"] >= 1, s["workers"]
+    events = json.loads((tmp_path / "findings" / "classes.json").read_text())
+    shrinks = Counter(e["class"] for e in events if e["kind"] == "shrink")
+    assert shrinks and max(shrinks.values()) == 1, shrinks
+    assert sum(s["unshrunk_hits"].values()) > 0  # later hits were seen, and counted, not shrunk
+
