@@ -279,12 +279,13 @@ def worker_main(cfg: FuzzConfig, wid: int, incarnation: int, messages, stop, sta
                 # of that bug, so not reported as one of its own (a false alarm costs an hour).
                 messages.put(("unshrunk", wid, key))
                 return
-        examples_then, seconds_then = first_seen[key]
-        rec = record_of(finding, backend, examples=examples_then, seconds=seconds_then, command=cfg.command,
-                        seed=cfg.seed)
+        record(finding, key, *first_seen[key])
+        (folder / "raw" / f"{abs(hash(key))}.json").unlink(missing_ok=True)
+
+    def record(finding, key: str, examples: int, seconds: float) -> None:
+        rec = record_of(finding, backend, examples=examples, seconds=seconds, command=cfg.command, seed=cfg.seed)
         rec.update(shrunk=True, **{"class": key})
         save(rec, folder, "w")
-        (folder / "raw" / f"{abs(hash(key))}.json").unlink(missing_ok=True)
         messages.put(("finding", wid, finding.signature, finding.known.id if finding.known else None))
 
     def first_class(result) -> str | None:
@@ -294,6 +295,16 @@ def worker_main(cfg: FuzzConfig, wid: int, incarnation: int, messages, stop, sta
 
     def done(key: str) -> bool:
         return log.done(key, cfg.shrinks_per_class, MAX_STATEMENTS)
+
+    others = [0.0, ClassLog()]  # (when read, the other incarnations' log) for shrunk_elsewhere
+
+    def shrunk_elsewhere(key: str) -> bool:
+        # Done by another worker since this chunk started: Hypothesis stops shrinking it
+        # (Budget.skip). Both workers meet the common classes in their first minute, and
+        # each shrank them all. prop itself keeps to the chunk's log (see ClassLog).
+        if time.monotonic() - others[0] > 1.0:
+            others[:] = [time.monotonic(), ClassLog(read_events(folder.parent, but=me))]
+        return others[1].done(key, cfg.shrinks_per_class, MAX_STATEMENTS)
 
     def note(key: str, kind: str, program=None) -> None:
         e = {"by": me, "class": key, "kind": kind,
@@ -322,10 +333,7 @@ def worker_main(cfg: FuzzConfig, wid: int, incarnation: int, messages, stop, sta
                                  budget=Budget(seconds=cfg.reduction_seconds(deadline)))
         spent["second looks"] += time.time() - t0
         note(key, "look", finding.result.program)
-        rec = record_of(finding, backend, examples=run.misses, seconds=t0 - start, command=cfg.command, seed=cfg.seed)
-        rec.update(shrunk=True, **{"class": key})
-        save(rec, folder, "w")
-        messages.put(("finding", wid, finding.signature, finding.known.id if finding.known else None))
+        record(finding, key, run.misses, t0 - start)
 
     def timed_run(program, backend, schedule):
         # A reduction candidate, under the same time limit as an example: one that hangs is
@@ -358,7 +366,8 @@ def worker_main(cfg: FuzzConfig, wid: int, incarnation: int, messages, stop, sta
         phases_seconds: dict = {}
         try:
             # Shrinking stops at the deadline too, so what it has is written on time.
-            with shrink_budget(Budget(seconds=cfg.shrink_seconds, run_seconds=max(1.0, deadline - time.time()))), \
+            with shrink_budget(Budget(seconds=cfg.shrink_seconds, run_seconds=max(1.0, deadline - time.time()),
+                                      skip=shrunk_elsewhere)), \
                     statistics.collector.with_value(phases_seconds.update):
                 test()
             failures = []
@@ -370,6 +379,9 @@ def worker_main(cfg: FuzzConfig, wid: int, incarnation: int, messages, stop, sta
             spent[activity] += phases_seconds.get(f"{phase}-phase", {}).get("duration-seconds", 0.0)
         for f in failures:
             key = class_key(f.mismatches[0])
+            if shrunk_elsewhere(key):  # its shrinking was skipped: a later hit, counted
+                messages.put(("unshrunk", wid, key))
+                continue
             first = first_class(f.result)
             first_seen.setdefault(key, (first_n, t0 - start))
             t1 = time.time()

@@ -29,12 +29,18 @@ class Budget:
     and the classes not shrunk yet are reported as found (the suite resumes those still too
     long). Budgets in runs make a seeded run deterministic: the same minimal programs, hence
     the same signatures, on a fast machine and a slow one; budgets in seconds bound a
-    fuzzing night by the clock instead."""
+    fuzzing night by the clock instead.
+
+    `skip(class_key)` says a class is not worth shrinking (any more): another worker of the
+    night has its repro. It is asked when the class's shrink starts and before each of its
+    candidates; the class is then reported as far as it got. A class is known by the
+    `class_key` of the exception type Hypothesis tells failures apart by."""
 
     seconds: float | None = DEFAULT_SHRINK_SECONDS
     calls: int | None = None
     run_seconds: float | None = DEFAULT_RUN_SECONDS
     run_calls: int | None = None
+    skip: Callable[[str], bool] | None = None
 
     def __post_init__(self):
         if self.seconds is None and self.calls is None:
@@ -81,12 +87,19 @@ def shrink_budget(budget: Budget | float) -> Iterator[None]:
     old = engine.MAX_SHRINKING_SECONDS, engine.MAX_SHRINKS, runner.shrink, runner.test_function
     original_shrink, original_test_function = runner.shrink, runner.test_function
 
-    def shrink_one_class(self, *args, **kwargs):
+    def skipped(key) -> bool:
+        return key is not None and budget.skip is not None and budget.skip(key)
+
+    def shrink_one_class(self, initial, *args, **kwargs):
         now = (time.perf_counter(), self.call_count)
         self.__dict__.setdefault("_conformance_run_start", now)
+        origin = getattr(initial, "interesting_origin", None)
+        self._conformance_class_key = getattr(getattr(origin, "exc_type", None), "class_key", None)
+        if skipped(self._conformance_class_key):
+            return initial
         self._conformance_class_start = now
         try:
-            return original_shrink(self, *args, **kwargs)
+            return original_shrink(self, initial, *args, **kwargs)
         finally:
             self._conformance_class_start = None
 
@@ -95,7 +108,8 @@ def shrink_budget(budget: Budget | float) -> Iterator[None]:
         if start is not None:
             if Budget._spent(budget.run_seconds, budget.run_calls, self._conformance_run_start, self.call_count):
                 self.exit_with(slow)
-            if Budget._spent(budget.seconds, budget.calls, start, self.call_count):
+            if Budget._spent(budget.seconds, budget.calls, start, self.call_count) or skipped(
+                    self._conformance_class_key):
                 raise stop
         try:
             return original_test_function(self, data)

@@ -131,3 +131,16 @@ def test_runs_only_budgets_do_not_read_the_clock(monkeypatch, budget, both_found
         prop()
     errors = info.value.exceptions if isinstance(info.value, BaseExceptionGroup) else [info.value]
     assert ({type(e).__name__ for e in errors} == {"TooLarge", "TooLong"}) is both_found
+
+
+def test_a_class_another_worker_has_shrunk_is_left_as_found():
+    # The fuzz workers skip a class the night already has a repro of: Budget.skip, asked
+    # by the class_key the exception type carries (as oracles.mismatch's classes do).
+    TooLong.class_key = "too long"
+    try:
+        _, found, final = run_two_bugs(Budget(seconds=None, calls=10**6, run_seconds=None,
+                                              skip=lambda key: key == "too long"))
+    finally:
+        del TooLong.class_key
+    assert final["TooLong"] == found["TooLong"]  # not shrunk: as first found
+    assert final["TooLarge"] == [501]  # the other class is shrunk as before

@@ -81,7 +81,7 @@ def exception_class(m: Mismatch) -> type[ConformanceMismatch]:
     if key not in _CLASSES:
         base = _oracle_base(m.oracle)
         name = f"{base.__name__}_{''.join(c if c.isalnum() else '_' for c in key.split('.', 1)[1])[:80]}"
-        _CLASSES[key] = type(name, (base,), {"oracle": m.oracle, "__module__": __name__})
+        _CLASSES[key] = type(name, (base,), {"oracle": m.oracle, "class_key": key, "__module__": __name__})
     return _CLASSES[key]
 
 
