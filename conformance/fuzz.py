@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import multiprocessing as mp
 import os
 import queue as queue_mod
@@ -194,7 +195,9 @@ def worker_main(cfg: FuzzConfig, wid: int, incarnation: int, messages, stop, sta
     deadline = start + cfg.seconds
     me = f"{wid}.{incarnation}"
     own: list[dict] = []  # this incarnation's class events; the others' come from the parent
-    log = ClassLog()
+    others: list[dict] = []  # the other incarnations' events, as last read (CLASS_LOG)
+    others_log, others_read = ClassLog(), -math.inf
+    log = ClassLog()  # own and others' events as of the chunk's start: what prop goes by
     later: Counter = Counter()  # hits of a class after it was shrunk small enough
     raw_saved: set[str] = set()
     first_seen: dict[str, tuple[int, float]] = {}  # (examples, seconds) when a class first failed
@@ -296,15 +299,18 @@ def worker_main(cfg: FuzzConfig, wid: int, incarnation: int, messages, stop, sta
     def done(key: str) -> bool:
         return log.done(key, cfg.shrinks_per_class, MAX_STATEMENTS)
 
-    others = [0.0, ClassLog()]  # (when read, the other incarnations' log) for shrunk_elsewhere
+    def read_others(max_age: float) -> None:
+        nonlocal others, others_log, others_read
+        if time.monotonic() - others_read > max_age:
+            others, others_read = read_events(folder.parent, but=me), time.monotonic()
+            others_log = ClassLog(others)
 
     def shrunk_elsewhere(key: str) -> bool:
         # Done by another worker since this chunk started: Hypothesis stops shrinking it
         # (Budget.skip). Both workers meet the common classes in their first minute, and
         # each shrank them all. prop itself keeps to the chunk's log (see ClassLog).
-        if time.monotonic() - others[0] > 1.0:
-            others[:] = [time.monotonic(), ClassLog(read_events(folder.parent, but=me))]
-        return others[1].done(key, cfg.shrinks_per_class, MAX_STATEMENTS)
+        read_others(max_age=1.0)
+        return others_log.done(key, cfg.shrinks_per_class, MAX_STATEMENTS)
 
     def note(key: str, kind: str, program=None) -> None:
         e = {"by": me, "class": key, "kind": kind,
@@ -350,7 +356,8 @@ def worker_main(cfg: FuzzConfig, wid: int, incarnation: int, messages, stop, sta
     prop._hypothesis_internal_add_digest = f"fuzz:{backend.name}".encode()
     chunk = 0
     while not over():
-        log = ClassLog(read_events(folder.parent, but=me) + own)  # what the other workers shrank meanwhile
+        read_others(max_age=0.0)
+        log = ClassLog(others + own)  # what the other workers shrank meanwhile
         phases = list(PHASES)
         if chunk > 0 or incarnation > 0:
             phases.remove(Phase.reuse)  # replaying the database once per worker is enough

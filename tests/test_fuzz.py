@@ -150,4 +150,3 @@ def test_a_recycled_worker_does_not_shrink_again_what_it_shrank_before(tmp_path)
     shrinks = Counter(e["class"] for e in events if e["kind"] == "shrink")
     assert shrinks and max(shrinks.values()) == 1, shrinks
     assert sum(s["unshrunk_hits"].values()) > 0  # later hits were seen, and counted, not shrunk
-
