@@ -38,6 +38,16 @@ def _whole_number(text: str, least: int) -> int:
     return value
 
 
+def _fraction(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number from 0 to 1, got {text!r}") from None
+    if not 0 <= value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 0 and less than 1, got {text}")
+    return value
+
+
 def _positive_int(text: str) -> int:
     return _whole_number(text, 1)
 
@@ -73,6 +83,10 @@ def build_parser() -> argparse.ArgumentParser:
     fz.add_argument("--baseline", type=Path, help="the previous night's summary.json, for triage")
     fz.add_argument("--example-timeout", type=_positive_seconds, default=60.0,
                     help="an example running longer is reported as a hang (default 60)")
+    fz.add_argument("--explore", type=_fraction, default=0.5,
+                    help="at most this part of the time goes to new programs only, each class of mismatch "
+                         "saved when first found and shrunk after, while the time left can shrink them; "
+                         "0 to shrink each as found (default 0.5)")
     fz.add_argument("--shrinks-per-class", type=_positive_int, default=3,
                     help="shrink each mismatch class at most this often in all workers (default 3)")
     fz.add_argument("--reductions-per-class", type=_count, default=8,
@@ -167,7 +181,7 @@ def cmd_fuzz(args) -> int:
     cfg = FuzzConfig(
         backend=args.backend, seconds=args.seconds, max_examples=args.max_examples, seed=args.seed,
         workers=args.workers, report_dir=args.report_dir, db=args.db, baseline=args.baseline, chunk=args.chunk,
-        example_timeout=args.example_timeout, shrinks_per_class=args.shrinks_per_class,
+        example_timeout=args.example_timeout, explore=args.explore, shrinks_per_class=args.shrinks_per_class,
         reductions_per_class=args.reductions_per_class,
         shrink_seconds=args.shrink_seconds,
         recycle_after=args.recycle_after, max_rss_mb=args.max_rss_mb,

@@ -5,8 +5,8 @@ the time budget is spent: runs of 10 examples, each with a seed of its own. With
 Hypothesis spends most examples on variations of earlier ones (a span copied over another,
 often only the schedule); 1,200 examples held 715 distinct programs in runs of 200, and 958
 in runs of 10 (a thunder run costs 0.1-0.3 s, a repeated one nothing: runs are memoized).
-A mismatch is shrunk by Hypothesis, classified against
-known_issues.toml, and saved as a record at once; the parent merges the records into
+A mismatch is shrunk by Hypothesis (when found, or after exploring, below), classified
+against known_issues.toml, and saved as a record; the parent merges the records into
 repros, HTML reports and summary.json at the end (also after Ctrl-C).
 
 What keeps an unattended night going:
@@ -18,6 +18,16 @@ What keeps an unattended night going:
 - a raw failure is saved before shrinking starts, so a run stopped mid-shrink loses nothing;
 - workers are recycled after --recycle-after examples, or when their RSS passes
   --max-rss-mb, since thunder keeps caches per jitted function.
+
+Exploring first (--explore, half the night by default): a worker draws new programs only,
+and saves the first failure of each class of mismatch (Hypothesis's database, per worker)
+without shrinking it, as long as the time left can shrink what it found (SHRINK_ESTIMATE a
+class). It then replays what it found, a few classes at a time, and Hypothesis and the last
+pass shrink them. While exploring, only the first class of each known issue (as its raw
+program is classified) and classes of no known issue are shrunk; the rest wait for the end
+of the exploring part. Shrinking each class when first found left 12-14 s per worker for
+new programs in a 10-minute night (night 12): most classes were first met among the
+shrinker's candidates, and the rare ones were not met at all.
 
 Shrinking budget: each mismatch class (oracles.mismatch.class_key) gets --shrink-seconds
 per shrink (Hypothesis, then reduction.reduce), and is shrunk again (at most
@@ -68,6 +78,7 @@ class FuzzConfig:
     chunk: int = 10
     example_timeout: float = 60.0
     shrinks_per_class: int = 3
+    explore: float = 0.5
     reductions_per_class: int = 8
     shrink_seconds: float = 60.0
     recycle_after: int = 2000
@@ -107,10 +118,12 @@ class WorkerState:
 
 
 class ClassLog:
-    """What the night has done per mismatch class: shrinks (with the statements and the
-    constructs of each result) and second looks. Built from events, {"by": incarnation,
-    "class": key, "kind": "shrink" or "look", "statements": n or None, "constructs": [...] or
-    None}, which each worker incarnation sends to the parent; the parent shares them all
+    """What the night has done per mismatch class: found it while exploring (when, where),
+    shrunk it (with the statements and the constructs of each result), second looks. Built
+    from events, {"by": incarnation, "class": key, "kind": "found", "shrink" or "look",
+    "statements": n or None, "constructs": [...] or None, for "found" "seconds" and
+    "examples", and for "found" and "shrink" the known issue the program was classified as,
+    "issue"}, which each worker incarnation sends to the parent; the parent shares them all
     (CLASS_LOG in the findings folder), and each worker reads the others' at the start of a
     chunk, never within one (Hypothesis replays a failure at its end and must see it fail
     again)."""
@@ -120,15 +133,24 @@ class ClassLog:
         self.looks: Counter = Counter()  # second looks: the last pass alone
         self.smallest: dict[str, int] = {}  # statements of the smallest shrunk program
         self.needs: dict[str, list[frozenset]] = defaultdict(list)  # the constructs of each repro
+        self.found: dict[str, tuple[float, str, int]] = {}  # first found, unshrunk: (seconds, by, examples)
+        self.issue: dict[str, str] = {}  # the known issue a found class's raw program was classified as
+        self.repro_of: set[str] = set()  # known issues with a shrunk repro tonight
         for e in events:
             self.add(e)
 
     def add(self, e: dict) -> None:
         key = e["class"]
-        if e["kind"] == "look":
+        if e["kind"] == "found":
+            self.found[key] = min(self.found.get(key, (math.inf, "", 0)), (e["seconds"], e["by"], e["examples"]))
+            if e.get("issue"):
+                self.issue[key] = e["issue"]
+        elif e["kind"] == "look":
             self.looks[key] += 1
         else:
             self.shrinks[key] += 1
+            if e.get("issue"):
+                self.repro_of.add(e["issue"])
             if e.get("statements") is not None:
                 self.smallest[key] = min(self.smallest.get(key, e["statements"]), e["statements"])
         if e.get("constructs") is not None:
@@ -138,8 +160,28 @@ class ClassLog:
         """Shrunk to a readable repro, or out of shrinks: later hits are counted, not shrunk."""
         return self.shrinks[key] >= shrinks_per_class or self.smallest.get(key, max_statements + 1) <= max_statements
 
+    def covered(self, key: str) -> bool:
+        """Found as a known issue that has a shrunk repro tonight, or whose first class found
+        (which gets one) is another: more shrinks of it can wait."""
+        issue = self.issue.get(key)
+        if issue is None:
+            return False
+        first = min((k for k, i in self.issue.items() if i == issue), key=lambda k: self.found[k])
+        return issue in self.repro_of or key != first
+
+    def finder(self, key: str) -> str | None:
+        """The worker that found the class first (ties: the lower incarnation name), which
+        shrinks it after the exploring part of the night; None if no worker found it yet."""
+        return self.found[key][1].split(".")[0] if key in self.found else None
+
 
 CLASS_LOG = "classes.json"
+
+# Seconds to shrink a class found while exploring (Hypothesis, then the last pass): about
+# 13-20 on the reference machine (nights 18, 19). Exploring stops while the time left cannot shrink its finds.
+SHRINK_ESTIMATE = 15.0
+REPLAY_SHRINK_SECONDS = 8.0  # Hypothesis's part of it, per class
+REPLAY_BATCH = 4  # classes shrunk per replay run
 
 
 def read_events(findings: Path, but: str) -> list[dict]:
@@ -171,7 +213,8 @@ def worker_main(cfg: FuzzConfig, wid: int, incarnation: int, messages, stop, sta
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when to stop
     signal.signal(signal.SIGALRM, _on_alarm)
     from hypothesis import HealthCheck, Phase, event, given, settings, statistics
-    from hypothesis.database import DirectoryBasedExampleDatabase
+    from hypothesis import strategies as st
+    from hypothesis.database import DirectoryBasedExampleDatabase, MultiplexedDatabase
 
     from conformance import known_issues
     from conformance.backends import get
@@ -192,7 +235,13 @@ def worker_main(cfg: FuzzConfig, wid: int, incarnation: int, messages, stop, sta
     folder.mkdir(parents=True, exist_ok=True)
     current = folder / "current.json"
     db = DirectoryBasedExampleDatabase(str(cfg.db)) if cfg.db else None
+    # What this worker finds while exploring, kept over its incarnations: the shrinking part
+    # of the night replays it, and Hypothesis shrinks what it replays.
+    found_db = DirectoryBasedExampleDatabase(str(folder / "found-db"))
+    night_db = MultiplexedDatabase(found_db, db) if db else found_db
     deadline = start + cfg.seconds
+    explore_until = start + cfg.seconds * cfg.explore
+    mode = "explore"  # of the running chunk: "explore", "replay" (shrink what exploring found), "fuzz"
     me = f"{wid}.{incarnation}"
     own: list[dict] = []  # this incarnation's class events; the others' come from the parent
     others: list[dict] = []  # the other incarnations' events, as last read (CLASS_LOG)
@@ -244,13 +293,13 @@ def worker_main(cfg: FuzzConfig, wid: int, incarnation: int, messages, stop, sta
         key = class_key(result.mismatches[0])
         event(key)
         behind = None
-        if done(key):
+        if masked(key):
             later[key] += 1
-            behind = focus(result, done)
+            behind = focus(result, masked)
             if behind is not None:  # the first bug is reported; shrink the one behind it
                 messages.put(("unshrunk", wid, key))
                 result, key = behind, class_key(behind.mismatches[0])
-            elif second_look_due(key, program):
+            elif mode != "replay" and done(key) and second_look_due(key, program):
                 second_look(result, key)
                 return
             else:
@@ -274,7 +323,8 @@ def worker_main(cfg: FuzzConfig, wid: int, incarnation: int, messages, stop, sta
                                  budget=Budget(seconds=cfg.reduction_seconds(deadline)),
                                  masked=done if behind else (lambda k: False))
         alone = not behind or first_class(finding.result) == key
-        note(key, "shrink", finding.result.program if alone else None)
+        note(key, "shrink", finding.result.program if alone else None,
+             issue=finding.known.id if finding.known and alone else None)
         if behind:
             messages.put(("behind", wid, key, "reported" if alone else "not shown alone"))
             if not alone:
@@ -299,6 +349,24 @@ def worker_main(cfg: FuzzConfig, wid: int, incarnation: int, messages, stop, sta
     def done(key: str) -> bool:
         return log.done(key, cfg.shrinks_per_class, MAX_STATEMENTS)
 
+    def masked(key: str) -> bool:
+        """Classes prop does not raise for: shrunk ones; while exploring, found ones too (each
+        is saved once, and shrunk later); while replaying, those another worker found first."""
+        if done(key):
+            return True
+        if mode == "explore":
+            return key in log.found
+        if mode == "replay":  # each class once per replay
+            return log.finder(key) not in (None, str(wid)) or key in replayed
+        return False
+
+    def found_at(key: str, default: tuple[int, float]) -> tuple[int, float]:
+        # (examples, seconds) when the night first found the class, in any worker
+        if key in log.found:
+            seconds, _, examples = log.found[key]
+            return min((examples, seconds), first_seen.get(key, (math.inf, math.inf)), key=lambda x: x[1])
+        return first_seen.get(key, default)
+
     def read_others(max_age: float) -> None:
         nonlocal others, others_log, others_read
         if time.monotonic() - others_read > max_age:
@@ -312,10 +380,10 @@ def worker_main(cfg: FuzzConfig, wid: int, incarnation: int, messages, stop, sta
         read_others(max_age=1.0)
         return others_log.done(key, cfg.shrinks_per_class, MAX_STATEMENTS)
 
-    def note(key: str, kind: str, program=None) -> None:
+    def note(key: str, kind: str, program=None, **extra) -> None:
         e = {"by": me, "class": key, "kind": kind,
              "statements": None if program is None else count_statements(program),
-             "constructs": None if program is None else sorted(constructs(program))}
+             "constructs": None if program is None else sorted(constructs(program)), **extra}
         own.append(e)
         log.add(e)
         messages.put(("class", wid, e))
@@ -355,16 +423,47 @@ def worker_main(cfg: FuzzConfig, wid: int, incarnation: int, messages, stop, sta
 
     prop._hypothesis_internal_add_digest = f"fuzz:{backend.name}".encode()
     chunk = 0
+    replayed: set[str] = set()  # classes this incarnation replayed to shrink them
+    reused = incarnation > 0  # replaying the database once per worker is enough
     while not over():
         read_others(max_age=0.0)
-        log = ClassLog(others + own)  # what the other workers shrank meanwhile
-        phases = list(PHASES)
-        if chunk > 0 or incarnation > 0:
-            phases.remove(Phase.reuse)  # replaying the database once per worker is enough
-        s = settings(max_examples=cfg.chunk, database=db, phases=phases, deadline=None,
-                     derandomize=False, report_multiple_bugs=True, print_blob=False,
+        log = ClassLog(others + own)  # what the other workers found and shrank meanwhile
+        # The night explores first: new programs only, each class of mismatch saved once and
+        # not shrunk (a shrink costs some 15 s, the time of 80 new programs), while the time
+        # left can shrink what it found. Then the worker replays what it found, and Hypothesis
+        # shrinks it, a few classes a run: the last pass of a class comes after its run, and a
+        # run that shrank every class in a row ended the night with none of them finished
+        # (night 21). Then it explores again, or, once the exploring part is over and all is
+        # shrunk, fuzzes as before: each class shrunk when found.
+        # Exploring goes on while the time left can shrink all it found (nights that explored
+        # half the night regardless left 60-80 classes raw, and hit fewer issues: nights 21,
+        # 22). The first class found of each known issue, and classes of no known issue, are
+        # shrunk first; the others (variants of a known bug) after them.
+        exploring = time.time() < explore_until
+        owed = sorted((k for k in log.found if log.finder(k) == str(wid) and not done(k) and k not in replayed),
+                      key=lambda k: log.found[k])
+        batch = sorted(owed, key=log.covered)[:REPLAY_BATCH]  # stable: in the order found
+        if exploring and len(owed) * SHRINK_ESTIMATE < deadline - time.time():
+            mode = "explore"
+        else:
+            mode = "replay" if batch else "fuzz"
+        # raised in a replay, to stay in found_db, but not shrunk in it
+        waiting = set(owed) - set(batch) if mode == "replay" else set()
+        if mode == "replay":
+            # max_examples: the size of the database's corpus replayed (all of it)
+            s = settings(max_examples=100_000, database=found_db, phases=[Phase.reuse, Phase.shrink])
+        else:
+            phases = [p for p in PHASES if (p != Phase.shrink or mode == "fuzz") and (p != Phase.reuse or not reused)]
+            reused = True
+            s = settings(max_examples=cfg.chunk, database=night_db if mode == "explore" else db, phases=phases)
+        s = settings(s, deadline=None, derandomize=False, report_multiple_bugs=True, print_blob=False,
                      suppress_health_check=list(HealthCheck))
-        test = settings(s)(given(examples())(prop))
+        strategy = examples()
+        if mode == "replay":
+            # One draw more than was saved: a replay that reproduces its saved choices exactly
+            # makes Hypothesis skip shrinking ("unlikely to work"), and these were never shrunk.
+            strategy = st.tuples(strategy, st.booleans()).map(lambda drawn: drawn[0])
+        test = settings(s)(given(strategy)(prop))
         if cfg.seed is not None:
             # One seed per (night, worker, incarnation, chunk), none shared by two of them.
             name = f"{cfg.seed}:{wid}:{incarnation}:{chunk}".encode()
@@ -373,8 +472,12 @@ def worker_main(cfg: FuzzConfig, wid: int, incarnation: int, messages, stop, sta
         phases_seconds: dict = {}
         try:
             # Shrinking stops at the deadline too, so what it has is written on time.
-            with shrink_budget(Budget(seconds=cfg.shrink_seconds, run_seconds=max(1.0, deadline - time.time()),
-                                      skip=shrunk_elsewhere)), \
+            # A replay shrinks dozens of classes in a row, and Hypothesis took up to its full
+            # --shrink-seconds on some of them while common ones were left raw (night 18):
+            # there it gets a share, and the last pass finishes the repro.
+            per_class = min(cfg.shrink_seconds, REPLAY_SHRINK_SECONDS) if mode == "replay" else cfg.shrink_seconds
+            with shrink_budget(Budget(seconds=per_class, run_seconds=max(1.0, deadline - time.time()),
+                                      skip=lambda k: k in waiting or shrunk_elsewhere(k))), \
                     statistics.collector.with_value(phases_seconds.update):
                 test()
             failures = []
@@ -384,13 +487,24 @@ def worker_main(cfg: FuzzConfig, wid: int, incarnation: int, messages, stop, sta
         for phase, activity in (("reuse", "replaying the database"), ("generate", "generating"),
                                 ("target", "generating"), ("shrink", "shrinking (Hypothesis)")):
             spent[activity] += phases_seconds.get(f"{phase}-phase", {}).get("duration-seconds", 0.0)
+        if mode == "replay":
+            replayed.update(batch)  # shrunk now, or not reproduced: not replayed again
         for f in failures:
             key = class_key(f.mismatches[0])
+            if mode == "explore":  # saved in found_db by Hypothesis; shrunk after exploring
+                examples_at, seconds_at = first_seen.setdefault(key, (first_n, t0 - start))
+                known = finding_of(f.result, backend.name, issues).known
+                note(key, "found", seconds=seconds_at, examples=examples_at, issue=known.id if known else None)
+                continue
+            if key in waiting:  # shrunk in a later replay
+                continue
             if shrunk_elsewhere(key):  # its shrinking was skipped: a later hit, counted
                 messages.put(("unshrunk", wid, key))
                 continue
             first = first_class(f.result)
-            first_seen.setdefault(key, (first_n, t0 - start))
+            first_seen[key] = found_at(key, (first_n, t0 - start))
+            if mode == "replay":
+                replayed.add(key)
             t1 = time.time()
             # shrunk for a mismatch behind a reported one, or for its first
             conclude(f.result, key, first is not None and first != key)

@@ -30,6 +30,11 @@ def test_seconds_must_be_positive(seconds):
     one_line_error(cli("fuzz", "--seconds", seconds), "--seconds")
 
 
+@pytest.mark.parametrize("fraction", ["1", "-0.1", "half"])
+def test_explore_must_be_a_fraction_below_one(fraction):
+    one_line_error(cli("fuzz", "--seconds", "1", "--explore", fraction), "--explore")
+
+
 def test_unknown_backend():
     one_line_error(cli("fuzz", "--backend", "nope", "--seconds", "1"), "unknown backend 'nope'")
 

@@ -83,8 +83,10 @@ def test_second_night_reports_still_there_and_finds_it_early(tmp_path):
 
 def test_a_second_look_tells_two_bugs_of_one_symptom_apart(tmp_path):
     def bugs_per_class(folder, *extra) -> dict[str, set[str]]:
+        # --explore 0: second looks at later hits of a class shrunk as found (a night's fuzzing
+        # part); 30 s leave no time for them after an exploring part
         proc = fuzz("--backend", "tests.fake_backends:two_bugs_one_symptom", "--seconds", "30", "--workers", "1",
-                    "--shrink-seconds", "5", "--report-dir", str(folder), "--seed", "2", *extra)
+                    "--explore", "0", "--shrink-seconds", "5", "--report-dir", str(folder), "--seed", "2", *extra)
         assert proc.returncode == 1, proc.stdout + proc.stderr
         found: dict[str, set[str]] = {}
         for m in summary(folder)["mismatches"]:
@@ -101,8 +103,9 @@ def test_a_second_look_tells_two_bugs_of_one_symptom_apart(tmp_path):
 
 def test_a_mismatch_behind_a_reported_bug_is_shrunk_and_reported_only_where_it_shows_alone(tmp_path):
     def night(backend, folder):
+        # --explore 0: the mismatch behind a class shrunk as found (a night's fuzzing part)
         proc = fuzz("--backend", f"tests.fake_backends:{backend}", "--seconds", "40", "--workers", "1",
-                    "--shrink-seconds", "5", "--report-dir", str(folder), "--seed", "4")
+                    "--explore", "0", "--shrink-seconds", "5", "--report-dir", str(folder), "--seed", "4")
         assert proc.returncode == 1, proc.stdout + proc.stderr
         s = summary(folder)
         return s["shrunk_behind"], {m["signature"].split(" | ")[0] for m in s["mismatches"]}
@@ -137,6 +140,24 @@ def test_the_class_log_counts_every_incarnations_shrinks_and_looks(tmp_path):
     assert read_events(tmp_path / "missing", but="") == []
 
 
+def test_the_class_log_says_who_found_a_class_first_and_which_wait_for_their_shrink():
+    from conformance.fuzz import ClassLog
+
+    log = ClassLog([
+        {"by": "1.0", "class": "c", "kind": "found", "seconds": 9.0, "examples": 40, "issue": "known-x"},
+        {"by": "0.1", "class": "c", "kind": "found", "seconds": 4.0, "examples": 20, "issue": "known-x"},
+        {"by": "1.0", "class": "d", "kind": "found", "seconds": 5.0, "examples": 30, "issue": "known-y"},
+        {"by": "1.0", "class": "e", "kind": "found", "seconds": 6.0, "examples": 31, "issue": None},
+        {"by": "0.1", "class": "b", "kind": "shrink", "statements": 2, "constructs": [], "issue": "known-x"}])
+    assert log.finder("c") == "0" and log.finder("d") == "1" and log.finder("b") is None  # first found shrinks
+    assert log.found["c"] == (4.0, "0.1", 20) and log.shrinks["c"] == 0  # found is not shrunk
+    # c is known-x, which b has a repro of: its shrink waits; d's issue and e (unknown) do not
+    assert log.covered("c") and not log.covered("d") and not log.covered("e")
+    # f, found after d as the same known issue, waits for d's repro
+    log.add({"by": "0.2", "class": "f", "kind": "found", "seconds": 7.0, "examples": 35, "issue": "known-y"})
+    assert log.covered("f") and not log.covered("d")
+
+
 def test_a_recycled_worker_does_not_shrink_again_what_it_shrank_before(tmp_path):
     # Before the class log, each incarnation shrank every class again: after a recycle a
     # night re-spent minutes on bugs it had. Here every class is shrunk by one incarnation.
@@ -150,3 +171,23 @@ def test_a_recycled_worker_does_not_shrink_again_what_it_shrank_before(tmp_path)
     shrinks = Counter(e["class"] for e in events if e["kind"] == "shrink")
     assert shrinks and max(shrinks.values()) == 1, shrinks
     assert sum(s["unshrunk_hits"].values()) > 0  # later hits were seen, and counted, not shrunk
+
+
+def test_a_night_explores_first_and_shrinks_what_it_found_after(tmp_path):
+    # While exploring, each class is saved when first found and not shrunk (a shrink costs
+    # the time of some 50 new programs); then the worker replays what it found, and
+    # Hypothesis shrinks it. Planted fault: a worker that never replays leaves raw records.
+    proc = fuzz("--backend", "conformance.backends.faulty:perturbs_outputs", "--seconds", "30", "--workers", "1",
+                "--explore", "0.5", "--shrink-seconds", "3", "--report-dir", str(tmp_path), "--seed", "7")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    events = json.loads((tmp_path / "findings" / "classes.json").read_text())
+    found = {e["class"]: (i, e["seconds"]) for i, e in enumerate(events) if e["kind"] == "found"}
+    assert found and max(seconds for _, seconds in found.values()) < 15, found
+    for key, (i, _) in found.items():  # one worker: the parent logs its events in order
+        assert any(e["kind"] == "shrink" and e["class"] == key for e in events[i + 1:]), (key, events)
+        assert not any(e["kind"] == "shrink" and e["class"] == key for e in events[:i]), (key, events)
+    records = [json.loads(p.read_text()) for p in (tmp_path / "findings" / "w0").glob("**/*.json")]
+    records = [r for r in records if r["class"] in found]
+    assert records and all(r["shrunk"] and r["statements"] <= 6 for r in records), records
+    for r in records:  # when found, not when shrunk
+        assert r["found_after_seconds"] == found[r["class"]][1], r
