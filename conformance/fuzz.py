@@ -430,20 +430,17 @@ def worker_main(cfg: FuzzConfig, wid: int, incarnation: int, messages, stop, sta
         log = ClassLog(others + own)  # what the other workers found and shrank meanwhile
         # The night explores first: new programs only, each class of mismatch saved once and
         # not shrunk (a shrink costs some 15 s, the time of 80 new programs), while the time
-        # left can shrink what it found. Then the worker replays what it found, and Hypothesis
-        # shrinks it, a few classes a run: the last pass of a class comes after its run, and a
-        # run that shrank every class in a row ended the night with none of them finished
-        # (night 21). Then it explores again, or, once the exploring part is over and all is
-        # shrunk, fuzzes as before: each class shrunk when found.
-        # Exploring goes on while the time left can shrink all it found (nights that explored
-        # half the night regardless left 60-80 classes raw, and hit fewer issues: nights 21,
-        # 22). The first class found of each known issue, and classes of no known issue, are
-        # shrunk first; the others (variants of a known bug) after them.
-        exploring = time.time() < explore_until
+        # left can shrink all it found (nights 21 and 22 explored half the night regardless,
+        # left 60-80 classes raw and hit fewer issues). Then the worker replays what it found
+        # and Hypothesis shrinks it, a few classes a run, since the last pass of a class comes
+        # after its run (one run that shrank class after class ended night 21 with none
+        # finished): the first class found of each known issue and classes of no known issue
+        # first, variants of a known bug after them. Then it explores again, or, once the
+        # exploring part is over and all is shrunk, fuzzes as before: each class shrunk when found.
         owed = sorted((k for k in log.found if log.finder(k) == str(wid) and not done(k) and k not in replayed),
                       key=lambda k: log.found[k])
         batch = sorted(owed, key=log.covered)[:REPLAY_BATCH]  # stable: in the order found
-        if exploring and len(owed) * SHRINK_ESTIMATE < deadline - time.time():
+        if time.time() < explore_until and len(owed) * SHRINK_ESTIMATE < deadline - time.time():
             mode = "explore"
         else:
             mode = "replay" if batch else "fuzz"
