@@ -31,8 +31,8 @@ class Budget:
     the same signatures, on a fast machine and a slow one; budgets in seconds bound a
     fuzzing night by the clock instead.
 
-    `skip(class_key)` says a class is not worth shrinking (any more): another worker of the
-    night has its repro. It is asked when the class's shrink starts and before each of its
+    `skip(class_key)` says a class is not worth shrinking (any more, or in this run): another
+    worker of the night has its repro, or the fuzzer shrinks it in a later replay. It is asked when the class's shrink starts and before each of its
     candidates; the class is then reported as far as it got. A class is known by the
     `class_key` of the exception type Hypothesis tells failures apart by."""
 
