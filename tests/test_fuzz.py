@@ -177,17 +177,20 @@ def test_a_night_explores_first_and_shrinks_what_it_found_after(tmp_path):
     # While exploring, each class is saved when first found and not shrunk (a shrink costs
     # the time of some 50 new programs); then the worker replays what it found, and
     # Hypothesis shrinks it. Planted fault: a worker that never replays leaves raw records.
-    proc = fuzz("--backend", "conformance.backends.faulty:perturbs_outputs", "--seconds", "30", "--workers", "1",
-                "--explore", "0.5", "--shrink-seconds", "3", "--report-dir", str(tmp_path), "--seed", "7")
+    # A short exploring part and short shrinks, so that every class found is shrunk before
+    # the end also on a slow machine (with 30 s, half of them exploring, one was not in CI).
+    proc = fuzz("--backend", "conformance.backends.faulty:perturbs_outputs", "--seconds", "40", "--workers", "1",
+                "--explore", "0.25", "--shrink-seconds", "2", "--report-dir", str(tmp_path), "--seed", "7")
     assert proc.returncode == 1, proc.stdout + proc.stderr
     events = json.loads((tmp_path / "findings" / "classes.json").read_text())
     found = {e["class"]: (i, e["seconds"]) for i, e in enumerate(events) if e["kind"] == "found"}
-    assert found and max(seconds for _, seconds in found.values()) < 15, found
+    assert found and max(seconds for _, seconds in found.values()) < 10, found
     for key, (i, _) in found.items():  # one worker: the parent logs its events in order
         assert any(e["kind"] == "shrink" and e["class"] == key for e in events[i + 1:]), (key, events)
         assert not any(e["kind"] == "shrink" and e["class"] == key for e in events[:i]), (key, events)
     records = [json.loads(p.read_text()) for p in (tmp_path / "findings" / "w0").glob("**/*.json")]
     records = [r for r in records if r["class"] in found]
     assert records and all(r["shrunk"] and r["statements"] <= 6 for r in records), records
-    for r in records:  # when found, not when shrunk
-        assert r["found_after_seconds"] == found[r["class"]][1], r
+    for key in {r["class"] for r in records}:  # its shrink's record: when found, not when shrunk
+        # (a second look at a later hit is recorded at the time of that hit)
+        assert min(r["found_after_seconds"] for r in records if r["class"] == key) == found[key][1], key
