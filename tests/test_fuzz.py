@@ -194,3 +194,19 @@ def test_a_night_explores_first_and_shrinks_what_it_found_after(tmp_path):
     for key in {r["class"] for r in records}:  # its shrink's record: when found, not when shrunk
         # (a second look at a later hit is recorded at the time of that hit)
         assert min(r["found_after_seconds"] for r in records if r["class"] == key) == found[key][1], key
+
+
+def test_a_worker_that_dies_between_examples_is_reported_without_a_program(tmp_path):
+    # Night 26: a worker died outside any example, and the parent, writing the reports,
+    # died on its crash record (no program to render): nothing of the night was written.
+    from conformance.fuzz import CRASH_SIGNATURE, FuzzConfig, _crash_record
+    from conformance.report.write import write_run
+
+    cfg = FuzzConfig(backend="eager", seconds=1, report_dir=tmp_path)  # no current.json
+    rec = _crash_record(cfg, 0, "worker died with exit code 1", CRASH_SIGNATURE, 5.0, 10)
+    assert rec["program"] is None
+    write_run(tmp_path, backend_name="eager", seed=None, command="", examples=10, seconds=5.0, records=[rec])
+    [entry] = summary(tmp_path)["mismatches"]
+    repro = tmp_path / entry["repro"]
+    assert "No program to replay" in repro.read_text() and (tmp_path / entry["report"]).exists()
+    assert subprocess.run([sys.executable, str(repro)]).returncode == 2

@@ -42,7 +42,23 @@ def _backend_code(record: dict) -> tuple[str, str, str | None]:
     return f"import {module}", f"{module}.{factory}().compile(fn)", None
 
 
+# A worker that died between examples (or whose example could not be read back) leaves a
+# crash record without a program: its repro says so, and exits 2 as a repro that cannot run.
+UNRECOVERED = '''"""gradmode-conformance: {summary}
+
+No program to replay: the worker was not running an example when this happened, or its
+example could not be read back. The job's log has the worker's traceback.
+"""
+
+import sys
+
+sys.exit(2)
+'''
+
+
 def render_repro(record: dict) -> str:
+    if record.get("program") is None:
+        return UNRECOVERED.format(summary=record["summary"])
     program: Program = serialize.decode(record["program"])
     schedule = serialize.decode(record["schedule"])
     calls = []
