@@ -87,6 +87,9 @@ def build_parser() -> argparse.ArgumentParser:
                     help="at most this part of the time goes to new programs only, each class of mismatch "
                          "saved when first found and shrunk after, while the time left can shrink them; "
                          "0 to shrink each as found (default 0.5)")
+    fz.add_argument("--keep-saturated", action="store_true",
+                    help="keep drawing constructs whose programs nearly all end in an exception already "
+                         "found (thunder: requires_grad=True and requires_grad_()); see conformance/saturation.py")
     fz.add_argument("--shrinks-per-class", type=_positive_int, default=3,
                     help="shrink each mismatch class at most this often in all workers (default 3)")
     fz.add_argument("--reductions-per-class", type=_count, default=8,
@@ -182,7 +185,7 @@ def cmd_fuzz(args) -> int:
         backend=args.backend, seconds=args.seconds, max_examples=args.max_examples, seed=args.seed,
         workers=args.workers, report_dir=args.report_dir, db=args.db, baseline=args.baseline, chunk=args.chunk,
         example_timeout=args.example_timeout, explore=args.explore, shrinks_per_class=args.shrinks_per_class,
-        reductions_per_class=args.reductions_per_class,
+        reductions_per_class=args.reductions_per_class, keep_saturated=args.keep_saturated,
         shrink_seconds=args.shrink_seconds,
         recycle_after=args.recycle_after, max_rss_mb=args.max_rss_mb,
         command="python -m conformance " + " ".join(sys.argv[1:]),

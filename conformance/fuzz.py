@@ -23,11 +23,13 @@ Exploring first (--explore, half the night by default): a worker draws new progr
 and saves the first failure of each class of mismatch (Hypothesis's database, per worker)
 without shrinking it, as long as the time left can shrink what it found (SHRINK_ESTIMATE a
 class). It then replays what it found, a few classes at a time, and Hypothesis and the last
-pass shrink them. While exploring, only the first class of each known issue (as its raw
-program is classified) and classes of no known issue are shrunk; the rest wait for the end
-of the exploring part. Shrinking each class when first found left 12-14 s per worker for
-new programs in a 10-minute night (night 12): most classes were first met among the
-shrinker's candidates, and the rare ones were not met at all.
+pass shrink them. Only the first class of each known issue (as its raw program is
+classified) and classes of no known issue count for that time, and are shrunk first (new
+bugs before known ones); the rest wait for the end of the exploring part. A class that a
+replay meets while shrinking another is saved and shrunk in a later replay, in the same
+order. Constructs that a found exception saturates are no longer drawn (saturation.py). Shrinking each class when
+first found left 12-14 s per worker for new programs in a 10-minute night (night 12): most
+classes were first met among the shrinker's candidates, and the rare ones were not met at all.
 
 Shrinking budget: each mismatch class (oracles.mismatch.class_key) gets --shrink-seconds
 per shrink (Hypothesis, then reduction.reduce), and is shrunk again (at most
@@ -55,6 +57,7 @@ import resource
 import signal
 import sys
 import time
+import unittest
 from collections import Counter, defaultdict
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -79,6 +82,7 @@ class FuzzConfig:
     example_timeout: float = 60.0
     shrinks_per_class: int = 3
     explore: float = 0.5
+    keep_saturated: bool = False
     reductions_per_class: int = 8
     shrink_seconds: float = 60.0
     recycle_after: int = 2000
@@ -121,9 +125,10 @@ class ClassLog:
     """What the night has done per mismatch class: found it while exploring (when, where),
     shrunk it (with the statements and the constructs of each result), second looks. Built
     from events, {"by": incarnation, "class": key, "kind": "found", "shrink" or "look",
-    "statements": n or None, "constructs": [...] or None, for "found" "seconds" and
-    "examples", and for "found" and "shrink" the known issue the program was classified as,
-    "issue"}, which each worker incarnation sends to the parent; the parent shares them all
+    "statements": n or None, "constructs": [...] or None, for "found" "seconds", "examples"
+    and "during" ("explore", or "replay" for a class met while shrinking another), and for
+    "found" and "shrink" the known issue the program was classified as, "issue"}, which
+    each worker incarnation sends to the parent; the parent shares them all
     (CLASS_LOG in the findings folder), and each worker reads the others' at the start of a
     chunk, never within one (Hypothesis replays a failure at its end and must see it fail
     again)."""
@@ -136,6 +141,7 @@ class ClassLog:
         self.found: dict[str, tuple[float, str, int]] = {}  # first found, unshrunk: (seconds, by, examples)
         self.issue: dict[str, str] = {}  # the known issue a found class's raw program was classified as
         self.repro_of: set[str] = set()  # known issues with a shrunk repro tonight
+        self.behind_only: set[str] = set()  # shrunk, and shown only behind a reported class
         for e in events:
             self.add(e)
 
@@ -153,12 +159,17 @@ class ClassLog:
                 self.repro_of.add(e["issue"])
             if e.get("statements") is not None:
                 self.smallest[key] = min(self.smallest.get(key, e["statements"]), e["statements"])
+            else:
+                self.behind_only.add(key)
         if e.get("constructs") is not None:
             self.needs[key].append(frozenset(e["constructs"]))
 
     def done(self, key: str, shrinks_per_class: int, max_statements: int) -> bool:
-        """Shrunk to a readable repro, or out of shrinks: later hits are counted, not shrunk."""
-        return self.shrinks[key] >= shrinks_per_class or self.smallest.get(key, max_statements + 1) <= max_statements
+        """Shrunk to a readable repro, or out of shrinks, or shrunk only to programs that show
+        it behind a reported class (shrinking it again did the same: a fake night shrank such
+        classes three times each, most of its shrinks): later hits are counted, not shrunk."""
+        return self.shrinks[key] >= shrinks_per_class or (key in self.behind_only and key not in self.smallest) \
+            or self.smallest.get(key, max_statements + 1) <= max_statements
 
     def covered(self, key: str) -> bool:
         """Found as a known issue that has a shrunk repro tonight, or whose first class found
@@ -168,6 +179,16 @@ class ClassLog:
             return False
         first = min((k for k, i in self.issue.items() if i == issue), key=lambda k: self.found[k])
         return issue in self.repro_of or key != first
+
+    def owed(self, worker: str) -> list[str]:
+        """The classes `worker` found and has to shrink, in the order to shrink them: classes
+        of no known issue (new bugs, the night's news), then the first class found of each
+        known issue, then variants of known issues; each group in the order found. A class
+        shrunk once already is not owed, though it may have no repro: a class found behind
+        another's mismatch and not shown alone was shrunk again by each incarnation of its
+        worker, up to --shrinks-per-class times (night 25: a third of the shrinks)."""
+        mine = [k for k in self.found if self.finder(k) == worker and not self.shrinks[k]]
+        return sorted(mine, key=lambda k: (self.covered(k), k in self.issue, self.found[k]))
 
     def finder(self, key: str) -> str | None:
         """The worker that found the class first (ties: the lower incarnation name), which
@@ -212,9 +233,10 @@ def worker_main(cfg: FuzzConfig, wid: int, incarnation: int, messages, stop, sta
     """One worker process: fuzz in chunks until the deadline, stop, or recycling."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when to stop
     signal.signal(signal.SIGALRM, _on_alarm)
-    from hypothesis import HealthCheck, Phase, event, given, settings, statistics
+    from hypothesis import HealthCheck, Phase, event, given, reject, settings, statistics
     from hypothesis import strategies as st
     from hypothesis.database import DirectoryBasedExampleDatabase, MultiplexedDatabase
+    from hypothesis.errors import Unsatisfiable
 
     from conformance import known_issues
     from conformance.backends import get
@@ -223,7 +245,8 @@ def worker_main(cfg: FuzzConfig, wid: int, incarnation: int, messages, stop, sta
     from conformance.outcome import SideOutcome
     from conformance.program import constructs, count_statements
     from conformance.report.records import record_of, save
-    from conformance.serialize import encode
+    from conformance.saturation import Saturation
+    from conformance.serialize import decode, encode
     from conformance.shrinking import Budget, Memo, shrink_budget
     from conformance.suite import (MAX_STATEMENTS, PHASES, examples, finding_of, focus, reduce_finding, seeded,
                                   split_failures)
@@ -253,6 +276,9 @@ def worker_main(cfg: FuzzConfig, wid: int, incarnation: int, messages, stop, sta
     run = Memo(run_example)
     seen: Counter = Counter()  # examples per construct, for the conformance matrix
     spent: Counter = Counter()  # seconds per activity: where the night went
+    saturation = Saturation()
+    avoid: frozenset[str] = frozenset()  # saturated constructs the running chunk does not draw
+    announced: dict[str, int] = {}  # saturated constructs (reported to the parent): programs then
     last_beat = 0.0
 
     def beat(force=False):
@@ -271,13 +297,21 @@ def worker_main(cfg: FuzzConfig, wid: int, incarnation: int, messages, stop, sta
         if over():
             return
         program, schedule = example
+        if avoid and constructs(program) & avoid:
+            # Rejected here, not by a filter on the strategy: a filter draws again from the
+            # choices that follow, so a replay through the plain strategy (unfiltered: it
+            # must reproduce finds from before the construct saturated) would draw the
+            # rejected program instead of the one found (24 of 55 draws).
+            reject()
         beat()
         write_atomic(current, json.dumps({"program": encode(program), "schedule": encode(schedule)}))
         signal.setitimer(signal.ITIMER_REAL, cfg.example_timeout)
         before = run.misses
+        fresh = False
         try:
             result = run(program, backend, schedule)
-            if run.misses > before:
+            fresh = run.misses > before
+            if fresh:
                 seen.update(constructs(program) or {"plain ops"})
         except ExampleTimeout:
             result = Result(program, schedule, "", SideOutcome("eager"), SideOutcome(backend.name),
@@ -288,9 +322,13 @@ def worker_main(cfg: FuzzConfig, wid: int, incarnation: int, messages, stop, sta
             result.source = render(program)
         finally:
             signal.setitimer(signal.ITIMER_REAL, 0)
-        if not result.mismatches:
+        first = result.mismatches[0] if result.mismatches else None
+        if fresh and mode != "replay":
+            saturation.count(constructs(program), first is not None and first.oracle == "exceptions"
+                             and masked(class_key(first)))
+        if first is None:
             return
-        key = class_key(result.mismatches[0])
+        key = class_key(first)
         event(key)
         behind = None
         if masked(key):
@@ -323,6 +361,8 @@ def worker_main(cfg: FuzzConfig, wid: int, incarnation: int, messages, stop, sta
                                  budget=Budget(seconds=cfg.reduction_seconds(deadline)),
                                  masked=done if behind else (lambda k: False))
         alone = not behind or first_class(finding.result) == key
+        if not alone and (raw := reduced_raw(key)) is not None:
+            finding, alone = raw, True
         note(key, "shrink", finding.result.program if alone else None,
              issue=finding.known.id if finding.known and alone else None)
         if behind:
@@ -334,6 +374,21 @@ def worker_main(cfg: FuzzConfig, wid: int, incarnation: int, messages, stop, sta
                 return
         record(finding, key, *first_seen[key])
         (folder / "raw" / f"{abs(hash(key))}.json").unlink(missing_ok=True)
+
+    def reduced_raw(key: str):
+        """The class's raw failure reduced by the last pass, where this incarnation found it as
+        an example's first mismatch. Shrinking can drift to programs that show a class only
+        behind one already reported (a later call's error behind the same error in the first
+        call), which are not reported: the class then had no repro but its raw program."""
+        path = folder / "raw" / f"{abs(hash(key))}.json"
+        if key not in raw_saved or not path.exists():
+            return None
+        raw = json.loads(path.read_text())
+        result = timed_run(decode(raw["program"]), backend, decode(raw["schedule"]))
+        if result is None or not result.mismatches or class_key(result.mismatches[0]) != key:
+            return None
+        return reduce_finding(finding_of(result, backend.name, issues), backend, issues, run=timed_run,
+                              budget=Budget(seconds=cfg.reduction_seconds(deadline)))
 
     def record(finding, key: str, examples: int, seconds: float) -> None:
         rec = record_of(finding, backend, examples=examples, seconds=seconds, command=cfg.command, seed=cfg.seed)
@@ -409,6 +464,10 @@ def worker_main(cfg: FuzzConfig, wid: int, incarnation: int, messages, stop, sta
         note(key, "look", finding.result.program)
         record(finding, key, run.misses, t0 - start)
 
+    def waits(key: str) -> bool:
+        # Raised in a replay, so that it is saved in (or stays in) found_db, but shrunk in a later one.
+        return mode == "replay" and key not in batch
+
     def timed_run(program, backend, schedule):
         # A reduction candidate, under the same time limit as an example: one that hangs is
         # not a smaller example of the bug being reduced.
@@ -430,22 +489,22 @@ def worker_main(cfg: FuzzConfig, wid: int, incarnation: int, messages, stop, sta
         log = ClassLog(others + own)  # what the other workers found and shrank meanwhile
         # The night explores first: new programs only, each class of mismatch saved once and
         # not shrunk (a shrink costs some 15 s, the time of 80 new programs), while the time
-        # left can shrink all it found (nights 21 and 22 explored half the night regardless,
-        # left 60-80 classes raw and hit fewer issues). Then the worker replays what it found
-        # and Hypothesis shrinks it, a few classes a run, since the last pass of a class comes
+        # left can shrink the urgent ones it found: the first class found of each known issue
+        # and classes of no known issue (nights 21 and 22 explored half the night regardless,
+        # left 60-80 classes raw and hit fewer issues; night 23 stopped at 150 s to make time
+        # for variants of known issues as well). Then the worker replays what it found and
+        # Hypothesis shrinks it, a few classes a run, since the last pass of a class comes
         # after its run (one run that shrank class after class ended night 21 with none
-        # finished): the first class found of each known issue and classes of no known issue
-        # first, variants of a known bug after them. Then it explores again, or, once the
-        # exploring part is over and all is shrunk, fuzzes as before: each class shrunk when found.
-        owed = sorted((k for k in log.found if log.finder(k) == str(wid) and not done(k) and k not in replayed),
-                      key=lambda k: log.found[k])
-        batch = sorted(owed, key=log.covered)[:REPLAY_BATCH]  # stable: in the order found
-        if time.time() < explore_until and len(owed) * SHRINK_ESTIMATE < deadline - time.time():
+        # finished), in ClassLog.owed's order. Then it explores again, or,
+        # once the exploring part is over and all is shrunk, fuzzes as before: each class
+        # shrunk when found.
+        owed = [k for k in log.owed(str(wid)) if not done(k) and k not in replayed]
+        batch = owed[:REPLAY_BATCH]
+        urgent = [k for k in owed if not log.covered(k)]
+        if time.time() < explore_until and len(urgent) * SHRINK_ESTIMATE < deadline - time.time():
             mode = "explore"
         else:
             mode = "replay" if batch else "fuzz"
-        # raised in a replay, to stay in found_db, but not shrunk in it
-        waiting = set(owed) - set(batch) if mode == "replay" else set()
         if mode == "replay":
             # max_examples: the size of the database's corpus replayed (all of it)
             s = settings(max_examples=100_000, database=found_db, phases=[Phase.reuse, Phase.shrink])
@@ -456,6 +515,10 @@ def worker_main(cfg: FuzzConfig, wid: int, incarnation: int, messages, stop, sta
         s = settings(s, deadline=None, derandomize=False, report_multiple_bugs=True, print_blob=False,
                      suppress_health_check=list(HealthCheck))
         strategy = examples()
+        for c in sorted(saturation.saturated() - set(announced)):
+            announced[c] = saturation.used[c]
+            messages.put(("saturated", wid, c, {"seconds": round(time.time() - start, 1), **saturation.why(c)}))
+        avoid = frozenset() if cfg.keep_saturated or mode == "replay" else frozenset(announced)
         if mode == "replay":
             # One draw more than was saved: a replay that reproduces its saved choices exactly
             # makes Hypothesis skip shrinking ("unlikely to work"), and these were never shrunk.
@@ -474,9 +537,14 @@ def worker_main(cfg: FuzzConfig, wid: int, incarnation: int, messages, stop, sta
             # there it gets a share, and the last pass finishes the repro.
             per_class = min(cfg.shrink_seconds, REPLAY_SHRINK_SECONDS) if mode == "replay" else cfg.shrink_seconds
             with shrink_budget(Budget(seconds=per_class, run_seconds=max(1.0, deadline - time.time()),
-                                      skip=lambda k: k in waiting or shrunk_elsewhere(k))), \
+                                      skip=lambda k: waits(k) or shrunk_elsewhere(k))), \
                     statistics.collector.with_value(phases_seconds.update):
                 test()
+            failures = []
+        except (unittest.SkipTest, Unsatisfiable):
+            # Nothing ran: a replay whose entries are gone (Hypothesis keys its database by
+            # the test's source, so a harness upgraded mid-night replays nothing), or a chunk
+            # whose every draw used a saturated construct. Not a reason to kill the worker.
             failures = []
         except BaseException as exc:  # noqa: BLE001 - split_failures re-raises harness bugs
             failures = split_failures(exc)
@@ -488,12 +556,15 @@ def worker_main(cfg: FuzzConfig, wid: int, incarnation: int, messages, stop, sta
             replayed.update(batch)  # shrunk now, or not reproduced: not replayed again
         for f in failures:
             key = class_key(f.mismatches[0])
-            if mode == "explore":  # saved in found_db by Hypothesis; shrunk after exploring
-                examples_at, seconds_at = first_seen.setdefault(key, (first_n, t0 - start))
-                known = finding_of(f.result, backend.name, issues).known
-                note(key, "found", seconds=seconds_at, examples=examples_at, issue=known.id if known else None)
-                continue
-            if key in waiting:  # shrunk in a later replay
+            # Saved in found_db by Hypothesis, shrunk in a later replay: what exploring found,
+            # and what a replay met while shrinking another class (of those, night 23 shrank
+            # 56 at once, most of them variants of known issues, and left 51 found ones raw).
+            if mode == "explore" or waits(key):
+                if key not in log.found:
+                    examples_at, seconds_at = first_seen.setdefault(key, (first_n, t0 - start))
+                    known = finding_of(f.result, backend.name, issues).known
+                    note(key, "found", seconds=seconds_at, examples=examples_at,
+                         issue=known.id if known else None, during=mode)
                 continue
             if shrunk_elsewhere(key):  # its shrinking was skipped: a later hit, counted
                 messages.put(("unshrunk", wid, key))
@@ -509,6 +580,7 @@ def worker_main(cfg: FuzzConfig, wid: int, incarnation: int, messages, stop, sta
         chunk += 1
         beat(force=True)
     current.unlink(missing_ok=True)
+    messages.put(("drawn after saturated", wid, {c: saturation.used[c] - n for c, n in announced.items()}))
     why = "recycle" if not stop.is_set() and time.time() < deadline and (
         cfg.max_examples is None or run.misses < cfg.max_examples) else "done"
     messages.put(("exit", wid, run.misses, _rss_mb(), dict(seen), dict(spent), why))
@@ -619,6 +691,7 @@ def run_fuzz(cfg: FuzzConfig, out=sys.stdout) -> int:
     unshrunk: Counter = Counter()
     behind: defaultdict = defaultdict(Counter)  # outcome -> class -> shrinks
     events: list[dict] = []  # every incarnation's ClassLog events, shared through CLASS_LOG
+    saturated: dict[str, dict] = {}  # construct -> when and why a worker stopped drawing it
     progress = cfg.progress if cfg.progress is not None else out.isatty()
     # A worker's budget of examples is its share of --max-examples.
     share = None if cfg.max_examples is None else max(1, cfg.max_examples // cfg.workers)
@@ -665,6 +738,12 @@ def run_fuzz(cfg: FuzzConfig, out=sys.stdout) -> int:
                 behind[msg[3]][msg[2]] += 1
             elif kind == "class":
                 events.append(msg[2])
+            elif kind == "saturated":  # the first worker (incarnation) to find it so
+                saturated.setdefault(msg[2], {"worker": wid, **msg[3], "drawn_after": 0})
+            elif kind == "drawn after saturated":  # by each incarnation, after it found it so
+                for c, n in msg[2].items():
+                    if c in saturated:
+                        saturated[c]["drawn_after"] += n
             try:
                 msg = messages.get_nowait()
             except queue_mod.Empty:
@@ -765,6 +844,9 @@ def run_fuzz(cfg: FuzzConfig, out=sys.stdout) -> int:
              "fixed_since_baseline": fixed, "still_there_on_replay": replayed, "interrupted": interrupted,
              "construct_examples": dict(sum((w.constructs + Counter(w.constructs_now) for w in workers), Counter())),
              "unshrunk_hits": dict(unshrunk),
+             # Constructs nearly all of whose programs ended in an exception found before: when,
+             # and how many programs used them after that (none, unless --keep-saturated).
+             "saturated_constructs": saturated,
              # Classes shrunk for a mismatch behind a reported bug's: reported where the reduced
              # program showed it first, else not (maybe a consequence of the reported bug).
              "shrunk_behind": {outcome: dict(c) for outcome, c in behind.items()}}

@@ -1,13 +1,15 @@
 """Fast fake backends for the harness's tests: one that hangs, one that kills its process,
 one with two bugs that show the same symptom, one whose first bug hides a second, one whose
-first bug hides a consequence of it, and two that get eager's errors wrong."""
+first bug hides a consequence of it, two that get eager's errors wrong, and one that rejects
+a construct outright."""
 
 import os
 import time
+from unittest.mock import patch
 
 import torch
 
-from conformance.backends.faulty import _Wrapping
+from conformance.backends.faulty import PerturbsOutputs, _Wrapping
 
 
 class Hangs(_Wrapping):
@@ -90,6 +92,31 @@ class MasksErrors(_Wrapping):
             raise AssertionError("internal invariant") from exc
 
 
+class RejectsRequiresGradMethod(_Wrapping):
+    """Raises AttributeError at `t.requires_grad_()`, as thunder 0.2.6 does: a construct all
+    of whose programs end in one exception (saturation)."""
+
+    fault = "raises AttributeError at requires_grad_()"
+    base = _Wrapping
+
+    def call(self, fn, args, compiled):
+        def refuse(self, requires_grad=True):
+            raise AttributeError("Unknown attribute requires_grad_")
+
+        def refusing(*args):
+            with patch.object(torch.Tensor, "requires_grad_", refuse):
+                return fn(*args)
+
+        return self.base.call(self, refusing, args, compiled)
+
+
+class AlsoPerturbsOutputs(RejectsRequiresGradMethod, PerturbsOutputs):
+    """The same, and a bug the other programs show: floating outputs off by 0.5."""
+
+    fault = "raises AttributeError at requires_grad_(), perturbs outputs"
+    base = PerturbsOutputs
+
+
 class _FailsInBackward(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x):
@@ -119,3 +146,5 @@ hides_a_bug = HidesABug
 hides_a_consequence = HidesAConsequence
 masks_errors = MasksErrors
 defers_errors = DefersErrors
+rejects_requires_grad_method = RejectsRequiresGradMethod
+rejects_requires_grad_method_perturbs_outputs = AlsoPerturbsOutputs

@@ -9,6 +9,8 @@ import time
 from collections import Counter
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -137,6 +139,9 @@ def test_the_class_log_counts_every_incarnations_shrinks_and_looks(tmp_path):
     assert everyone.done("b", shrinks_per_class=3, max_statements=4)  # small enough
     assert not everyone.done("a", shrinks_per_class=3, max_statements=4)
     assert everyone.done("a", shrinks_per_class=2, max_statements=4)  # out of shrinks
+    # shrunk once, and shown only behind a reported class: not shrunk again
+    everyone.add({"by": "1.0", "class": "c", "kind": "shrink", "statements": None, "constructs": None})
+    assert everyone.done("c", shrinks_per_class=3, max_statements=4)
     assert read_events(tmp_path / "missing", but="") == []
 
 
@@ -156,6 +161,13 @@ def test_the_class_log_says_who_found_a_class_first_and_which_wait_for_their_shr
     # f, found after d as the same known issue, waits for d's repro
     log.add({"by": "0.2", "class": "f", "kind": "found", "seconds": 7.0, "examples": 35, "issue": "known-y"})
     assert log.covered("f") and not log.covered("d")
+    # what worker 1 shrinks after exploring: the new bug, then known-y's first class, then variants
+    log.add({"by": "1.0", "class": "g", "kind": "found", "seconds": 8.0, "examples": 36, "issue": "known-y"})
+    log.add({"by": "1.0", "class": "h", "kind": "found", "seconds": 9.0, "examples": 37, "issue": None})
+    assert log.owed("1") == ["e", "h", "d", "g"] and log.owed("0") == ["c", "f"]
+    # shrunk once, behind another class's mismatch and not shown alone: not owed again
+    log.add({"by": "1.0", "class": "e", "kind": "shrink", "statements": None, "constructs": None, "issue": None})
+    assert log.owed("1") == ["h", "d", "g"]
 
 
 def test_a_recycled_worker_does_not_shrink_again_what_it_shrank_before(tmp_path):
@@ -173,27 +185,70 @@ def test_a_recycled_worker_does_not_shrink_again_what_it_shrank_before(tmp_path)
     assert sum(s["unshrunk_hits"].values()) > 0  # later hits were seen, and counted, not shrunk
 
 
-def test_a_night_explores_first_and_shrinks_what_it_found_after(tmp_path):
+@pytest.mark.parametrize("backend", ["conformance.backends.faulty:perturbs_outputs",
+                                     "tests.fake_backends:rejects_requires_grad_method_perturbs_outputs"])
+def test_a_night_explores_first_and_shrinks_what_it_found_after(tmp_path, backend):
     # While exploring, each class is saved when first found and not shrunk (a shrink costs
     # the time of some 50 new programs); then the worker replays what it found, and
     # Hypothesis shrinks it. Planted fault: a worker that never replays leaves raw records.
     # A short exploring part and short shrinks, so that every class found is shrunk before
     # the end also on a slow machine (with 30 s, half of them exploring, one was not in CI).
-    proc = fuzz("--backend", "conformance.backends.faulty:perturbs_outputs", "--seconds", "40", "--workers", "1",
+    # The second backend saturates requires_grad_() while exploring: a replay must draw
+    # what was found after that too (a filter on the strategy made it draw another program).
+    proc = fuzz("--backend", backend, "--seconds", "40", "--workers", "1",
                 "--explore", "0.25", "--shrink-seconds", "2", "--report-dir", str(tmp_path), "--seed", "7")
     assert proc.returncode == 1, proc.stdout + proc.stderr
     events = json.loads((tmp_path / "findings" / "classes.json").read_text())
-    found = {e["class"]: (i, e["seconds"]) for i, e in enumerate(events) if e["kind"] == "found"}
-    assert found and max(seconds for _, seconds in found.values()) < 10, found
+    found = {}  # class -> its first found event: (index, seconds)
+    for i, e in enumerate(events):
+        if e["kind"] == "found" and e["class"] not in found:
+            found[e["class"]] = (i, e["seconds"])
+    explored = [e["seconds"] for e in events if e["kind"] == "found" and e["during"] == "explore"]
+    assert explored and max(explored) < 10, found  # the rest met while a replay shrank another class
     for key, (i, _) in found.items():  # one worker: the parent logs its events in order
         assert any(e["kind"] == "shrink" and e["class"] == key for e in events[i + 1:]), (key, events)
         assert not any(e["kind"] == "shrink" and e["class"] == key for e in events[:i]), (key, events)
     records = [json.loads(p.read_text()) for p in (tmp_path / "findings" / "w0").glob("**/*.json")]
     records = [r for r in records if r["class"] in found]
     assert records and all(r["shrunk"] and r["statements"] <= 6 for r in records), records
-    for key in {r["class"] for r in records}:  # its shrink's record: when found, not when shrunk
-        # (a second look at a later hit is recorded at the time of that hit)
+    explored_classes = {e["class"] for e in events if e["kind"] == "found" and e["during"] == "explore"}
+    for key in {r["class"] for r in records} & explored_classes:  # its shrink's record: when found,
+        # not when shrunk (a second look at a later hit is recorded at the time of that hit)
         assert min(r["found_after_seconds"] for r in records if r["class"] == key) == found[key][1], key
+
+
+def test_a_construct_whose_programs_end_in_an_exception_found_before_is_no_longer_drawn(tmp_path):
+    # A backend that rejects requires_grad_() (as thunder does): once nearly every program
+    # with it ended in that exception, found before, new programs are drawn without it.
+    # Planted fault: --keep-saturated draws it all night.
+    def night(folder, *extra):
+        proc = fuzz("--backend", "tests.fake_backends:rejects_requires_grad_method", "--seconds", "20",
+                    "--shrink-seconds", "2", "--report-dir", str(folder), "--seed", "5", *extra)
+        assert proc.returncode == 1, proc.stdout + proc.stderr
+        return summary(folder)["saturated_constructs"]
+
+    saturated = night(tmp_path / "filtered")
+    assert set(saturated) == {"requires_grad_"}, saturated
+    why = saturated["requires_grad_"]
+    assert why["programs"] >= 30 and why["stopped"] >= 0.85 * why["programs"] and why["seconds"] < 20, why
+    assert why["drawn_after"] == 0, why
+    kept = night(tmp_path / "kept", "--keep-saturated")["requires_grad_"]
+    assert kept["drawn_after"] >= 10, kept
+
+
+def test_saturation_needs_enough_programs_nearly_all_ended_by_a_found_exception():
+    from conformance.saturation import MIN_PROGRAMS, Saturation
+
+    s = Saturation()
+    for i in range(MIN_PROGRAMS - 1):
+        s.count({"requires_grad_", "no_grad"}, stopped=True)
+    assert s.saturated() == frozenset()  # too few programs yet
+    s.count({"requires_grad_", "no_grad"}, stopped=True)
+    assert s.saturated() == {"requires_grad_", "no_grad"}
+    for i in range(10):  # no_grad's programs now mostly show other things
+        s.count({"no_grad"}, stopped=False)
+    assert s.saturated() == {"requires_grad_"}
+    assert s.why("requires_grad_") == {"programs": MIN_PROGRAMS, "stopped": MIN_PROGRAMS}
 
 
 def test_a_worker_that_dies_between_examples_is_reported_without_a_program(tmp_path):
