@@ -348,7 +348,7 @@ def worker_main(cfg: FuzzConfig, wid: int, incarnation: int, messages, stop, sta
             rec = record_of(finding_of(result, backend.name, issues), backend, examples=run.misses,
                             seconds=time.time() - start, command=cfg.command, seed=cfg.seed)
             rec.update(shrunk=False, **{"class": key})
-            write_atomic(folder / "raw" / f"{abs(hash(key))}.json", json.dumps(rec))
+            write_atomic(raw_path(key), json.dumps(rec))
         for c in sorted(constructs(program)):
             event(c)
         first_seen.setdefault(key, (run.misses, time.time() - start))
@@ -373,14 +373,18 @@ def worker_main(cfg: FuzzConfig, wid: int, incarnation: int, messages, stop, sta
                 messages.put(("unshrunk", wid, key))
                 return
         record(finding, key, *first_seen[key])
-        (folder / "raw" / f"{abs(hash(key))}.json").unlink(missing_ok=True)
+        raw_path(key).unlink(missing_ok=True)
+
+    def raw_path(key: str) -> Path:
+        # The class's raw failure, saved when first met: the incarnation's own (str hashes differ per process).
+        return folder / "raw" / f"{abs(hash(key))}.json"
 
     def reduced_raw(key: str):
         """The class's raw failure reduced by the last pass, where this incarnation found it as
         an example's first mismatch. Shrinking can drift to programs that show a class only
         behind one already reported (a later call's error behind the same error in the first
         call), which are not reported: the class then had no repro but its raw program."""
-        path = folder / "raw" / f"{abs(hash(key))}.json"
+        path = raw_path(key)
         if key not in raw_saved or not path.exists():
             return None
         raw = json.loads(path.read_text())
