@@ -265,3 +265,18 @@ def test_a_worker_that_dies_between_examples_is_reported_without_a_program(tmp_p
     repro = tmp_path / entry["repro"]
     assert "No program to replay" in repro.read_text() and (tmp_path / entry["report"]).exists()
     assert subprocess.run([sys.executable, str(repro)]).returncode == 2
+
+
+def test_a_worker_recycled_while_replaying_keeps_what_it_found(tmp_path):
+    # A replay passed over by a worker at its recycle count made its entries uninteresting,
+    # and Hypothesis deleted them from the worker's database: classes found, never shrunk.
+    # Planted fault (the check before this fix): 1 of 3 classes found was never shrunk.
+    proc = fuzz("--backend", "conformance.backends.faulty:perturbs_outputs", "--seconds", "40", "--workers", "1",
+                "--explore", "0.25", "--shrink-seconds", "2", "--recycle-after", "3",
+                "--report-dir", str(tmp_path), "--seed", "7")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert summary(tmp_path)["workers"][0]["restarts"] >= 5
+    events = json.loads((tmp_path / "findings" / "classes.json").read_text())
+    found = {e["class"] for e in events if e["kind"] == "found"}
+    shrunk = {e["class"] for e in events if e["kind"] == "shrink"}
+    assert found and found <= shrunk, found - shrunk
