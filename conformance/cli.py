@@ -85,7 +85,8 @@ def build_parser() -> argparse.ArgumentParser:
                     help="an example running longer is reported as a hang (default 60)")
     fz.add_argument("--explore", type=_fraction, default=0.5,
                     help="at most this part of the time goes to new programs only, each class of mismatch "
-                         "saved when first found and shrunk after, while the time left can shrink them; "
+                         "saved when first found and shrunk after, while the time left can shrink the urgent ones "
+                         "(new bugs, the first class of each known issue); "
                          "0 to shrink each as found (default 0.5)")
     fz.add_argument("--keep-saturated", action="store_true",
                     help="keep drawing constructs whose programs nearly all end in an exception already "

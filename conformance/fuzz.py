@@ -21,15 +21,16 @@ What keeps an unattended night going:
 
 Exploring first (--explore, half the night by default): a worker draws new programs only,
 and saves the first failure of each class of mismatch (Hypothesis's database, per worker)
-without shrinking it, as long as the time left can shrink what it found (SHRINK_ESTIMATE a
-class). It then replays what it found, a few classes at a time, and Hypothesis and the last
-pass shrink them. Only the first class of each known issue (as its raw program is
-classified) and classes of no known issue count for that time, and are shrunk first (new
-bugs before known ones); the rest wait for the end of the exploring part. A class that a
-replay meets while shrinking another is saved and shrunk in a later replay, in the same
-order. Constructs that a found exception saturates are no longer drawn (saturation.py). Shrinking each class when
-first found left 12-14 s per worker for new programs in a 10-minute night (night 12): most
-classes were first met among the shrinker's candidates, and the rare ones were not met at all.
+without shrinking it, as long as the time left can shrink the urgent ones it found
+(SHRINK_ESTIMATE a class). It then replays what it found, a few classes at a time, and
+Hypothesis and the last pass shrink them. Only the first class of each known issue (as its
+raw program is classified) and classes of no known issue count for that time, and are
+shrunk first (new bugs before known ones); the rest wait for the end of the exploring
+part. A class that a replay meets while shrinking another is saved and shrunk in a later
+replay, in the same order. Constructs that a found exception saturates are no longer drawn
+(saturation.py). Shrinking each class when first found left 12-14 s per worker for new
+programs in a 10-minute night (night 12): most classes were first met among the shrinker's
+candidates, and the rare ones were not met at all.
 
 Shrinking budget: each mismatch class (oracles.mismatch.class_key) gets --shrink-seconds
 per shrink (Hypothesis, then reduction.reduce), and is shrunk again (at most
