@@ -57,6 +57,7 @@ import queue as queue_mod
 import resource
 import signal
 import sys
+import threading
 import time
 import unittest
 from collections import Counter, defaultdict
@@ -646,6 +647,12 @@ def _baseline_status(records: list[dict], baseline: dict | None) -> list[dict]:
     return records
 
 
+def _unseen(baseline: dict, records: list[dict]) -> list[dict]:
+    """The baseline's mismatches of bugs not hit tonight."""
+    seen = {_bug(r["signature"]) for r in records}
+    return [m for m in baseline["mismatches"] if _bug(m["signature"]) not in seen]
+
+
 def _replay_unseen(baseline: dict, records: list[dict], spec: str) -> tuple[list[str], list[str]]:
     """Baseline bugs not hit tonight: replay each recorded program; (fixed, still reproducing).
     Not hitting a bug in one night's budget does not make it fixed."""
@@ -654,8 +661,7 @@ def _replay_unseen(baseline: dict, records: list[dict], spec: str) -> tuple[list
     from conformance.check import run_example
     from conformance.report.signatures import signature
 
-    seen = {_bug(r["signature"]) for r in records}
-    unseen = [m for m in baseline["mismatches"] if _bug(m["signature"]) not in seen]
+    unseen = _unseen(baseline, records)
     if not unseen:
         return [], []
     backend = get(spec)
@@ -681,7 +687,45 @@ def load_baseline(path: Path | None) -> dict | None:
     return data
 
 
+class StopSignals:
+    """Ctrl-C (SIGINT) and SIGTERM as a flag that the parent's loop reads, while the block runs.
+
+    The first one stops the night: the workers are stopped and the reports written. A
+    KeyboardInterrupt raised wherever the signal lands could cut a message on the queue's
+    pipe in half (every later read is then out of step, and may block) or be swallowed by a
+    finalizer, and leave the parent running. SIGTERM is what a CI runner sends a job it
+    cancels or times out, a few seconds before SIGKILL. A second signal acts as usual:
+    quit at once, without reports. A SIGINT ignored when the block starts (a background
+    job of a shell) stays ignored.
+    """
+
+    def __init__(self):
+        self.received: str | None = None
+        self._previous: dict[int, object] = {}
+
+    def __enter__(self) -> "StopSignals":
+        if threading.current_thread() is threading.main_thread():  # elsewhere signals cannot be set
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                if signal.getsignal(sig) is not signal.SIG_IGN:
+                    self._previous[sig] = signal.signal(sig, self._on_signal)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        for sig, handler in self._previous.items():
+            signal.signal(sig, handler)
+
+    def _on_signal(self, signum, frame) -> None:
+        self.received = signal.Signals(signum).name
+        for sig, handler in self._previous.items():
+            signal.signal(sig, signal.default_int_handler if sig == signal.SIGINT else handler)
+
+
 def run_fuzz(cfg: FuzzConfig, out=sys.stdout) -> int:
+    with StopSignals() as stopped:
+        return _run_fuzz(cfg, out, stopped)
+
+
+def _run_fuzz(cfg: FuzzConfig, out, stopped: StopSignals) -> int:
     from conformance.report.write import write_run
 
     baseline = load_baseline(cfg.baseline)
@@ -773,11 +817,10 @@ def run_fuzz(cfg: FuzzConfig, out=sys.stdout) -> int:
                       f"({sum(1 for k in signatures.values() if k is None)} new), {left:.0f} s left   ")
             out.flush()
 
-    interrupted = False
     for w in workers:
         launch(w)
     try:
-        while any(w.process is not None for w in workers):
+        while any(w.process is not None for w in workers) and not stopped.received:
             drain()
             show()
             now = time.time()
@@ -806,19 +849,20 @@ def run_fuzz(cfg: FuzzConfig, out=sys.stdout) -> int:
                 done = getattr(w, "finished", None) == "done"
                 w.finished = None
                 budget_left = share is None or w.examples < share
-                if not done and not stop.is_set() and now < deadline and budget_left:
+                if not done and not stop.is_set() and not stopped.received and now < deadline and budget_left:
                     w.restarts += 1
                     launch(w)
             if now >= deadline + cfg.grace:
                 break  # shrinking in flight past the grace period: its raw record is saved
             if now >= deadline:
                 stop.set()
-    except KeyboardInterrupt:
-        interrupted = True
-        stop.set()
-        t_end = time.time() + 3
-        while time.time() < t_end and any(w.process is not None and w.process.is_alive() for w in workers):
-            drain(0.1)
+        if stopped.received:  # the workers finish their example and exit; 3 s, then they are killed
+            print(f"{stopped.received}: stopping the workers, then writing the reports (again: quit at once)",
+                  file=sys.stderr, flush=True)
+            stop.set()
+            t_end = time.time() + 3
+            while time.time() < t_end and any(w.process is not None and w.process.is_alive() for w in workers):
+                drain(0.1)
     finally:
         stop.set()
         for w in workers:
@@ -830,6 +874,7 @@ def run_fuzz(cfg: FuzzConfig, out=sys.stdout) -> int:
         drain(0.05)
     if progress:
         out.write("\n")
+    interrupted = stopped.received is not None
     seconds = time.time() - start
     crashes: dict[str, dict] = {}
     for r in crash_records:  # a worker that dies on every example is one signature, many hits
@@ -845,14 +890,17 @@ def run_fuzz(cfg: FuzzConfig, out=sys.stdout) -> int:
         versions = {"python": sys.version.split()[0], "gradmode-conformance": __version__, **get(cfg.backend).versions()}
     except Exception:
         versions = {}
-    fixed, replayed = [], []
-    if baseline is not None:
+    fixed, replayed, not_replayed = [], [], []
+    if baseline is not None and interrupted:  # replaying takes up to a minute; Ctrl-C promises seconds
+        not_replayed = [m["signature"] for m in _unseen(baseline, records)]
+    elif baseline is not None:
         fixed, replayed = _replay_unseen(baseline, records, cfg.backend)
     extra = {"workers": [{"id": w.id, "examples": w.examples, "peak_rss_mb": round(w.peak_rss_mb, 1),
                           "restarts": w.restarts, "crashes": w.crashes,
                           "seconds": {k: round(v, 1) for k, v in (w.spent + Counter(w.spent_now)).items()}}
                          for w in workers],
              "fixed_since_baseline": fixed, "still_there_on_replay": replayed, "interrupted": interrupted,
+             "baseline_not_replayed": not_replayed,  # after Ctrl-C: neither fixed nor still there
              "construct_examples": dict(sum((w.constructs + Counter(w.constructs_now) for w in workers), Counter())),
              "unshrunk_hits": dict(unshrunk),
              # Constructs nearly all of whose programs ended in an exception found before: when,
@@ -866,6 +914,8 @@ def run_fuzz(cfg: FuzzConfig, out=sys.stdout) -> int:
     print_table(records, fixed, total(), seconds, index, out)
     if replayed:
         out.write(f"{len(replayed)} earlier signature(s) not hit tonight still reproduce when replayed\n")
+    if not_replayed:
+        out.write(f"{len(not_replayed)} earlier signature(s) not hit tonight were not replayed: interrupted\n")
     new = [r for r in records if r["status"] == "new"]
     return 1 if new else 0
 
