@@ -52,7 +52,6 @@ import hashlib
 import json
 import math
 import multiprocessing as mp
-import os
 import queue as queue_mod
 import resource
 import signal

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 
 from conformance import runner, serialize
-from conformance.generators import programs, schedules
+from conformance.generators import programs
 from conformance.program import (
     GRAD_ENABLED, Assign, Call, Create, GradRegion, Helper, HelperCall, IfGradEnabled, InPlace, Program,
     RequiresGrad, SetGradMode, TensorInput, constructs, count_statements, reads, render, render_body,

@@ -14,7 +14,6 @@ from conformance.generators.scope import Scope
 from conformance.ops import CREATION, INPLACE, OPS, UNARY, Meta, infer, inplace_applies
 from conformance.program import (
     HELPER_DECORATORS,
-    REGION_KINDS,
     SET_GRAD_APIS,
     Assign,
     Call,
