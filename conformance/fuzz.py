@@ -127,7 +127,8 @@ class ClassLog:
     shrunk it (with the statements and the constructs of each result), second looks. Built
     from events, {"by": incarnation, "class": key, "kind": "found", "shrink" or "look",
     "statements": n or None, "constructs": [...] or None, for "found" "seconds", "examples"
-    and "during" ("explore", or "replay" for a class met while shrinking another), and for
+    and "during" ("explore", or "replay" for a class met while shrinking another) and
+    "alongside" (the other classes of its program; see waits_for), and for
     "found" and "shrink" the known issue the program was classified as, "issue"}, which
     each worker incarnation sends to the parent; the parent shares them all
     (CLASS_LOG in the findings folder), and each worker reads the others' at the start of a
@@ -143,12 +144,15 @@ class ClassLog:
         self.issue: dict[str, str] = {}  # the known issue a found class's raw program was classified as
         self.repro_of: set[str] = set()  # known issues with a shrunk repro tonight
         self.behind_only: set[str] = set()  # shrunk, and shown only behind a reported class
+        self.alongside: dict[str, list[str]] = {}  # the other classes of the program a class was found in
         for e in events:
             self.add(e)
 
     def add(self, e: dict) -> None:
         key = e["class"]
         if e["kind"] == "found":
+            if key not in self.found:
+                self.alongside[key] = e.get("alongside") or []
             self.found[key] = min(self.found.get(key, (math.inf, "", 0)), (e["seconds"], e["by"], e["examples"]))
             if e.get("issue"):
                 self.issue[key] = e["issue"]
@@ -190,6 +194,13 @@ class ClassLog:
         worker, up to --shrinks-per-class times (night 25: a third of the shrinks)."""
         mine = [k for k in self.found if self.finder(k) == worker and not self.shrinks[k]]
         return sorted(mine, key=lambda k: (self.covered(k), k in self.issue, self.found[k]))
+
+    def waits_for(self, key: str, owed: list[str]) -> bool:
+        """Whether a class found behind others (found before it, so masked then) has to wait
+        for those still owed: replayed before they are shrunk, its program fails as one of
+        them, Hypothesis keeps that one's smaller example, and the entry is gone with the
+        class (a fake night recycling every 3 examples left such a class unshrunk)."""
+        return any(k in owed and self.found[k] < self.found[key] for k in self.alongside.get(key, ()))
 
     def finder(self, key: str) -> str | None:
         """The worker that found the class first (ties: the lower incarnation name), which
@@ -422,8 +433,8 @@ def worker_main(cfg: FuzzConfig, wid: int, incarnation: int, messages, stop, sta
             return True
         if mode == "explore":
             return key in log.found
-        if mode == "replay":  # each class once per replay
-            return log.finder(key) not in (None, str(wid)) or key in replayed
+        if mode == "replay":  # each class once per replay; one shrunk is not owed again (ClassLog.owed)
+            return log.finder(key) not in (None, str(wid)) or key in replayed or log.shrinks[key] > 0
         return False
 
     def found_at(key: str, default: tuple[int, float]) -> tuple[int, float]:
@@ -510,7 +521,7 @@ def worker_main(cfg: FuzzConfig, wid: int, incarnation: int, messages, stop, sta
         # once the exploring part is over and all is shrunk, fuzzes as before: each class
         # shrunk when found.
         owed = [k for k in log.owed(str(wid)) if not done(k) and k not in replayed]
-        batch = owed[:REPLAY_BATCH]
+        batch = [k for k in owed if not log.waits_for(k, owed)][:REPLAY_BATCH]
         urgent = [k for k in owed if not log.covered(k)]
         if time.time() < explore_until and len(urgent) * SHRINK_ESTIMATE < deadline - time.time():
             mode = "explore"
@@ -575,7 +586,8 @@ def worker_main(cfg: FuzzConfig, wid: int, incarnation: int, messages, stop, sta
                     examples_at, seconds_at = first_seen.setdefault(key, (first_n, t0 - start))
                     known = finding_of(f.result, backend.name, issues).known
                     note(key, "found", seconds=seconds_at, examples=examples_at,
-                         issue=known.id if known else None, during=mode)
+                         issue=known.id if known else None, during=mode,
+                         alongside=sorted({class_key(m) for m in f.mismatches[1:]} - {key}))
                 continue
             if shrunk_elsewhere(key):  # its shrinking was skipped: a later hit, counted
                 messages.put(("unshrunk", wid, key))
