@@ -158,7 +158,10 @@ def test_programs_draw_their_ops_from_the_families_swarm_testing_left_on():
 def test_ops_chain_on_the_value_made_last_and_functions_return_it():
     # Planted fault: with `chained` returning every candidate and no `returns.latest` draw,
     # 20% of ops read the value made just before them and 24% of functions return their
-    # last value; with them, 63% and 60%.
+    # last value; with them, 55-66% and 48-60%. The draws, though derandomized, change with
+    # the modules imported before (Hypothesis also draws constants it finds in their code):
+    # with conformance.fuzz imported, 145 of 300 functions returned their last value, and
+    # a bound of one half failed this test when test_fuzz.py ran first in its worker.
     reads_last = returns_last = ops = funcs = 0
 
     @settings(max_examples=300, database=None, derandomize=True)
@@ -175,4 +178,4 @@ def test_ops_chain_on_the_value_made_last_and_functions_return_it():
 
     draw()
     assert ops >= 100 and funcs >= 100
-    assert reads_last / ops > 0.5 and returns_last / funcs > 0.5, (reads_last / ops, returns_last / funcs)
+    assert reads_last / ops > 0.4 and returns_last / funcs > 0.4, (reads_last / ops, returns_last / funcs)
