@@ -51,6 +51,13 @@ def _records(findings: Path) -> list[Path]:
     return [p for p in findings.glob("**/*.json") if p.name != "current.json"]
 
 
+def _as_in_a_terminal():
+    # A run started by a shell's background job inherits SIGINT ignored, and keeps ignoring
+    # it (as Unix tools do): pytest itself may have been started so. Ctrl-C at a terminal
+    # reaches a foreground run, whose SIGINT has its default action.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
 def test_a_stop_signal_stops_within_five_seconds_and_keeps_what_was_found(tmp_path, sig):
     # SIGTERM: what a CI runner sends a job it cancels. A baseline bug not hit tonight is not
@@ -61,7 +68,8 @@ def test_a_stop_signal_stops_within_five_seconds_and_keeps_what_was_found(tmp_pa
     proc = subprocess.Popen([sys.executable, "-m", "conformance", "fuzz", "--backend",
                              "conformance.backends.faulty:perturbs_outputs", "--seconds", "120", "--report-dir",
                              str(folder), "--seed", "3", "--shrink-seconds", "3", "--baseline", str(baseline)],
-                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=_as_in_a_terminal)
     deadline = time.time() + 90
     while time.time() < deadline and not _records(folder / "findings"):
         time.sleep(0.5)
@@ -79,7 +87,7 @@ def test_a_stop_signal_stops_within_five_seconds_and_keeps_what_was_found(tmp_pa
 def test_a_stop_signal_sets_a_flag_and_a_second_one_quits_at_once():
     # A KeyboardInterrupt raised wherever the first signal lands could cut a queue message
     # in half and leave the parent blocked; the flag is read by the loop instead.
-    before = signal.getsignal(signal.SIGINT)
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)  # as in a foreground run
     with fuzz_mod.StopSignals() as stopped:
         os.kill(os.getpid(), signal.SIGINT)
         time.sleep(0.05)
@@ -88,7 +96,12 @@ def test_a_stop_signal_sets_a_flag_and_a_second_one_quits_at_once():
         with pytest.raises(KeyboardInterrupt):
             os.kill(os.getpid(), signal.SIGINT)
             time.sleep(0.05)
-    assert signal.getsignal(signal.SIGINT) is before
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    # Ignored when the run starts (a shell's background job): stays ignored.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    with fuzz_mod.StopSignals():
+        assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+    signal.signal(signal.SIGINT, before)
 
 
 def test_second_night_reports_still_there_and_finds_it_early(tmp_path):
