@@ -428,7 +428,8 @@ def worker_main(cfg: FuzzConfig, wid: int, incarnation: int, messages, stop, sta
 
     def masked(key: str) -> bool:
         """Classes prop does not raise for: shrunk ones; while exploring, found ones too (each
-        is saved once, and shrunk later); while replaying, those another worker found first."""
+        is saved once, and shrunk later); while replaying, those another worker found first,
+        and those shrunk once or replayed already (not owed)."""
         if done(key):
             return True
         if mode == "explore":
