@@ -195,7 +195,7 @@ class ClassLog:
         mine = [k for k in self.found if self.finder(k) == worker and not self.shrinks[k]]
         return sorted(mine, key=lambda k: (self.covered(k), k in self.issue, self.found[k]))
 
-    def waits_for(self, key: str, owed: list[str]) -> bool:
+    def waits_for(self, key: str, owed) -> bool:
         """Whether a class found behind others (found before it, so masked then) has to wait
         for those still owed: replayed before they are shrunk, its program fails as one of
         them, Hypothesis keeps that one's smaller example, and the entry is gone with the
@@ -522,7 +522,8 @@ def worker_main(cfg: FuzzConfig, wid: int, incarnation: int, messages, stop, sta
         # once the exploring part is over and all is shrunk, fuzzes as before: each class
         # shrunk when found.
         owed = [k for k in log.owed(str(wid)) if not done(k) and k not in replayed]
-        batch = [k for k in owed if not log.waits_for(k, owed)][:REPLAY_BATCH]
+        owed_set = set(owed)
+        batch = [k for k in owed if not log.waits_for(k, owed_set)][:REPLAY_BATCH]
         urgent = [k for k in owed if not log.covered(k)]
         if time.time() < explore_until and len(urgent) * SHRINK_ESTIMATE < deadline - time.time():
             mode = "explore"
@@ -703,9 +704,9 @@ class StopSignals:
     """Ctrl-C (SIGINT) and SIGTERM as a flag that the parent's loop reads, while the block runs.
 
     The first one stops the night: the workers are stopped and the reports written. A
-    KeyboardInterrupt raised wherever the signal lands could cut a message on the queue's
-    pipe in half (every later read is then out of step, and may block) or be swallowed by a
-    finalizer, and leave the parent running. SIGTERM is what a CI runner sends a job it
+    KeyboardInterrupt raised wherever the signal lands could leave a lock held (the stop
+    Event's, between its acquire and the `with` block) or a worker just spawned untracked,
+    and the parent running (CI at ba661bd, once; inferred). SIGTERM is what a CI runner sends a job it
     cancels or times out, a few seconds before SIGKILL. A second signal acts as usual:
     quit at once, without reports. A SIGINT ignored when the block starts (a background
     job of a shell) stays ignored.
