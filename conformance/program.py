@@ -8,7 +8,7 @@ in a closure: two equal Programs render to the same source and behave the same.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Union
+from typing import Iterator, Union
 
 from conformance.ops import OPS
 
@@ -248,6 +248,29 @@ def render(program: Program) -> str:
         lines.append(_render_return(program.returns, 1))
         parts.append("\n".join(lines))
     return "\n\n\n".join(parts) + "\n"
+
+
+def statements_in(block: tuple[Statement, ...]) -> Iterator[Statement]:
+    """The statements of a block, nested ones included (not those of helpers it calls)."""
+    for s in block:
+        yield s
+        if isinstance(s, GradRegion):
+            yield from statements_in(s.body)
+        elif isinstance(s, IfGradEnabled):
+            yield from statements_in(s.then)
+            yield from statements_in(s.orelse)
+
+
+def reads(block: tuple[Statement, ...]) -> Iterator[str]:
+    """The variables the statements of a block read (an in-place update reads its target)."""
+    for s in statements_in(block):
+        if isinstance(s, Assign):
+            yield from getattr(s.value, "args", ())
+        elif isinstance(s, InPlace):
+            yield s.target
+            yield s.arg
+        elif isinstance(s, RequiresGrad):
+            yield s.target
 
 
 def count_statements(program: Program) -> int:

@@ -36,6 +36,8 @@ from conformance.program import (
     SetGradMode,
     Statement,
     count_statements,
+    reads,
+    statements_in,
 )
 
 Example = tuple[Program, Schedule]
@@ -223,7 +225,7 @@ def _with_helper(program: Program, k: int, helper: Helper) -> Program:
 
 
 def _prune_helpers(program: Program) -> Program:
-    called = {s.value.helper for s in _statements(program.body)
+    called = {s.value.helper for s in statements_in(program.body)
               if isinstance(s, Assign) and isinstance(s.value, HelperCall)}
     return replace(program, helpers=tuple(h for h in program.helpers if h.name in called))
 
@@ -271,25 +273,8 @@ def _block_scoped(block, names: set[str], helpers: dict[str, Helper]) -> bool:
     return True
 
 
-def _statements(block) -> Iterator[Statement]:
-    for s in block:
-        yield s
-        if isinstance(s, GradRegion):
-            yield from _statements(s.body)
-        elif isinstance(s, IfGradEnabled):
-            yield from _statements(s.then)
-            yield from _statements(s.orelse)
-
-
 def _uses(program: Program) -> Iterator[str]:
-    for s in _statements(program.body):
-        if isinstance(s, Assign):
-            yield from getattr(s.value, "args", ())
-        elif isinstance(s, InPlace):
-            yield s.target
-            yield s.arg
-        elif isinstance(s, RequiresGrad):
-            yield s.target
+    yield from reads(program.body)
     yield from (r for r in program.returns if r != GRAD_ENABLED)
 
 
@@ -311,8 +296,8 @@ def canonical_names(program: Program) -> Program:
         mapping[f"self.{p.name}"] = f"self.w{i}"
     for i, h in enumerate(program.helpers):
         mapping[h.name] = f"helper{i}"
-    temps = [s.target for h in program.helpers for s in _statements(h.body) if isinstance(s, Assign)]
-    temps += [s.target for s in _statements(program.body) if isinstance(s, Assign)]
+    temps = [s.target for h in program.helpers for s in statements_in(h.body) if isinstance(s, Assign)]
+    temps += [s.target for s in statements_in(program.body) if isinstance(s, Assign)]
     for n, t in enumerate(dict.fromkeys(temps)):
         mapping[t] = f"t{n}"
 

@@ -47,7 +47,12 @@ class Scope:
 
     def latest(self) -> str | None:
         """The temporary assigned last, if any (dicts keep the order names were added)."""
-        return next((n for n in reversed(self.env) if n[0] == "t" and n[1:].isdigit()), None)
+        return next((n for n in reversed(self.env) if is_temporary(n)), None)
+
+
+def is_temporary(name: str) -> bool:
+    """A value the body computed (t0, t1, ...), not an input or a parameter."""
+    return name[0] == "t" and name[1:].isdigit()
 
 
 def _name_order(name: str) -> tuple[int, str]:
