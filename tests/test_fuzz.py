@@ -277,9 +277,15 @@ def test_a_night_explores_first_and_shrinks_what_it_found_after(tmp_path, backen
     records = [r for r in records if r["class"] in found]
     assert records and all(r["shrunk"] and r["statements"] <= 6 for r in records), records
     explored_classes = {e["class"] for e in events if e["kind"] == "found" and e["during"] == "explore"}
-    for key in {r["class"] for r in records} & explored_classes:  # its shrink's record: when found,
-        # not when shrunk (a second look at a later hit is recorded at the time of that hit)
-        assert min(r["found_after_seconds"] for r in records if r["class"] == key) == found[key][1], key
+    # A shrink that shows its class alone is recorded (its event names the program's size);
+    # one that shows it only behind another class is not, and the class may then be
+    # recorded by second looks at later hits, each at the time of its hit.
+    recorded = {e["class"] for e in events if e["kind"] == "shrink" and e["statements"] is not None}
+    for key in {r["class"] for r in records} & explored_classes:
+        times = [r["found_after_seconds"] for r in records if r["class"] == key]
+        assert min(times) >= found[key][1], (key, times, found[key])
+        if key in recorded:  # its shrink's record: when found, not when shrunk
+            assert min(times) == found[key][1], (key, times, found[key])
 
 
 def test_a_construct_whose_programs_end_in_an_exception_found_before_is_no_longer_drawn(tmp_path):
