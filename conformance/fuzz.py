@@ -188,19 +188,38 @@ class ClassLog:
     def owed(self, worker: str) -> list[str]:
         """The classes `worker` found and has to shrink, in the order to shrink them: classes
         of no known issue (new bugs, the night's news), then the first class found of each
-        known issue, then variants of known issues; each group in the order found. A class
-        shrunk once already is not owed, though it may have no repro: a class found behind
-        another's mismatch and not shown alone was shrunk again by each incarnation of its
-        worker, up to --shrinks-per-class times (night 25: a third of the shrinks)."""
+        known issue, then variants of known issues; each group in the order found, and each
+        class after the classes it waits for. A class shrunk once already is not owed, though
+        it may have no repro: a class found behind another's mismatch and not shown alone was
+        shrunk again by each incarnation of its worker, up to --shrinks-per-class times
+        (night 25: a third of the shrinks)."""
         mine = [k for k in self.found if self.finder(k) == worker and not self.shrinks[k]]
-        return sorted(mine, key=lambda k: (self.covered(k), k in self.issue, self.found[k]))
+        order: list[str] = []
+
+        def place(key: str) -> None:
+            # What a class waits for (see waits_for) goes before it: night 31 left the four
+            # classes of no known issue it had found behind others unshrunk, each waiting
+            # for a variant of a known issue at the end of the order that time never reached.
+            if key in order:
+                return
+            for k in sorted(self.waited_for(key, mine), key=lambda k: self.found[k]):
+                place(k)
+            order.append(key)
+
+        for key in sorted(mine, key=lambda k: (self.covered(k), k in self.issue, self.found[k])):
+            place(key)
+        return order
 
     def waits_for(self, key: str, owed) -> bool:
         """Whether a class found behind others (found before it, so masked then) has to wait
         for those still owed: replayed before they are shrunk, its program fails as one of
         them, Hypothesis keeps that one's smaller example, and the entry is gone with the
         class (a fake night recycling every 3 examples left such a class unshrunk)."""
-        return any(k in owed and self.found[k] < self.found[key] for k in self.alongside.get(key, ()))
+        return bool(self.waited_for(key, owed))
+
+    def waited_for(self, key: str, owed) -> list[str]:
+        """The owed classes that `key` waits for: found before it, in its program."""
+        return [k for k in self.alongside.get(key, ()) if k in owed and self.found[k] < self.found[key]]
 
     def finder(self, key: str) -> str | None:
         """The worker that found the class first (ties: the lower incarnation name), which

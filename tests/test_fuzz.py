@@ -235,6 +235,27 @@ def test_a_class_found_behind_others_waits_for_them_to_be_shrunk():
     log.add({"by": "0.5", "class": "k", "kind": "found", "seconds": 9.0, "examples": 9, "alongside": ["n"]})
     assert not log.waits_for("k", owed)
 
+
+def test_the_classes_a_class_waits_for_are_shrunk_before_it_whatever_their_rank():
+    # Night 31: the four classes of no known issue found behind others (shrunk first, as a
+    # night's news) waited for variants of known issues (shrunk last), which time never
+    # reached; none of the four was shrunk. Planted fault: owed() in rank order only (checked:
+    # `new` comes first, waits, and the batch is v0-v3; v5, behind them, is reached last).
+    from conformance.fuzz import REPLAY_BATCH, ClassLog
+
+    events = [{"by": "0.0", "class": f"v{i}", "kind": "found", "seconds": float(i), "examples": i, "issue": "x"}
+              for i in range(REPLAY_BATCH + 2)]
+    events.append({"by": "0.0", "class": "new", "kind": "found", "seconds": 9.0, "examples": 9,
+                   "alongside": [f"v{REPLAY_BATCH + 1}"]})
+    log = ClassLog(events)
+    owed = log.owed("0")
+    batch = [k for k in owed if not log.waits_for(k, set(owed))][:REPLAY_BATCH]
+    assert owed[:2] == [f"v{REPLAY_BATCH + 1}", "new"], owed  # what it waits for, then the news
+    assert batch[0] == f"v{REPLAY_BATCH + 1}", batch
+    log.add({"by": "0.1", "class": f"v{REPLAY_BATCH + 1}", "kind": "shrink", "statements": 2, "constructs": []})
+    owed = log.owed("0")
+    assert owed[0] == "new" and not log.waits_for("new", set(owed))
+
 def test_a_recycled_worker_does_not_shrink_again_what_it_shrank_before(tmp_path):
     # Before the class log, each incarnation shrank every class again: after a recycle a
     # night re-spent minutes on bugs it had. Here every class is shrunk by one incarnation.
