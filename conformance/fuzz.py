@@ -194,7 +194,8 @@ class ClassLog:
         shrunk again by each incarnation of its worker, up to --shrinks-per-class times
         (night 25: a third of the shrinks)."""
         mine = [k for k in self.found if self.finder(k) == worker and not self.shrinks[k]]
-        order: list[str] = []
+        owed = set(mine)
+        order: dict[str, None] = {}  # insertion-ordered, with set lookups
 
         def place(key: str) -> None:
             # What a class waits for (see waits_for) goes before it: night 31 left the four
@@ -202,13 +203,13 @@ class ClassLog:
             # for a variant of a known issue at the end of the order that time never reached.
             if key in order:
                 return
-            for k in sorted(self.waited_for(key, mine), key=lambda k: self.found[k]):
+            for k in sorted(self.waited_for(key, owed), key=lambda k: self.found[k]):
                 place(k)
-            order.append(key)
+            order[key] = None
 
         for key in sorted(mine, key=lambda k: (self.covered(k), k in self.issue, self.found[k])):
             place(key)
-        return order
+        return list(order)
 
     def waits_for(self, key: str, owed) -> bool:
         """Whether a class found behind others (found before it, so masked then) has to wait
