@@ -81,6 +81,8 @@ def build_parser() -> argparse.ArgumentParser:
     fz.add_argument("--report-dir", type=Path, default=Path("reports/fuzz"), help="where reports go")
     fz.add_argument("--db", type=Path, help="Hypothesis example database folder, kept across nights")
     fz.add_argument("--baseline", type=Path, help="the previous night's summary.json, for triage")
+    fz.add_argument("--known-issues", type=Path,
+                    help="the known issues to triage against (default: conformance/known_issues.toml)")
     fz.add_argument("--example-timeout", type=_positive_seconds, default=60.0,
                     help="an example running longer is reported as a hang (default 60)")
     fz.add_argument("--explore", type=_fraction, default=0.5,
@@ -94,8 +96,8 @@ def build_parser() -> argparse.ArgumentParser:
     fz.add_argument("--shrinks-per-class", type=_positive_int, default=3,
                     help="shrink each mismatch class at most this often in all workers (default 3)")
     fz.add_argument("--reductions-per-class", type=_count, default=8,
-                    help="second looks (reduction only) at later hits of a shrunk class, in all workers; "
-                         "0 for none (default 8)")
+                    help="looks (reduction only) at later hits of a class, in all workers: second looks at a "
+                         "shrunk class, and looks for a known issue no class met; 0 for none (default 8)")
     fz.add_argument("--shrink-seconds", type=_positive_seconds, default=60.0,
                     help="shrinking budget per chunk of examples (default 60)")
     fz.add_argument("--recycle-after", type=_positive_int, default=2000,
@@ -181,10 +183,18 @@ def cmd_fuzz(args) -> int:
         load_baseline(args.baseline)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
+    if args.known_issues is not None:
+        from conformance.known_issues import BadKnownIssues, load
+
+        try:
+            load(args.known_issues)
+        except BadKnownIssues as exc:
+            raise UsageError(f"--known-issues: {exc}") from None
     _load_backend(args.backend)  # fail fast, once, in the parent
     cfg = FuzzConfig(
         backend=args.backend, seconds=args.seconds, max_examples=args.max_examples, seed=args.seed,
-        workers=args.workers, report_dir=args.report_dir, db=args.db, baseline=args.baseline, chunk=args.chunk,
+        workers=args.workers, report_dir=args.report_dir, db=args.db, baseline=args.baseline,
+        known_issues=args.known_issues, chunk=args.chunk,
         example_timeout=args.example_timeout, explore=args.explore, shrinks_per_class=args.shrinks_per_class,
         reductions_per_class=args.reductions_per_class, keep_saturated=args.keep_saturated,
         shrink_seconds=args.shrink_seconds,

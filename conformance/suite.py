@@ -154,12 +154,14 @@ def check_area(backend, name: str, strategy, issues=None, on_finding=None,
 
 
 def reduce_finding(finding: Finding, backend, issues, run=run_example, budget: Budget | float = DEFAULT_SHRINK_SECONDS,
-                   masked: Callable[[str], bool] = lambda key: False) -> Finding:
+                   masked: Callable[[str], bool] = lambda key: False, issue: KI.KnownIssue | None = None) -> Finding:
     """The finding after the last shrink pass (reduction.reduce), on the same class of
     mismatch, with its signature and known issue taken from the reduced program.
     `run(program, backend, schedule)` runs a candidate (a Memo in a property run).
     A finding led by a mismatch that came after `masked` ones (see `focus`) keeps being led
-    by it; where the masked ones are gone from the reduced program, it is the first one."""
+    by it; where the masked ones are gone from the reduced program, it is the first one.
+    With `issue`, each smaller program must also stay a hit of that known issue: one class
+    of mismatch can be several bugs, and the fuzzer looks for the one the program showed."""
     budget = budget if isinstance(budget, Budget) else Budget(seconds=budget)
     key = _key(finding)
 
@@ -168,7 +170,13 @@ def reduce_finding(finding: Finding, backend, issues, run=run_example, budget: B
         if result is None or not result.mismatches:
             return None
         result = focus(result, lambda k: k != key and masked(k))
-        return result if result is not None and class_key(result.mismatches[0]) == key else None
+        if result is None or class_key(result.mismatches[0]) != key:
+            return None
+        if issue is not None:
+            known = KI.classify(signature(result.mismatches[0], program, schedule), backend.name, issues)
+            if known is None or known.id != issue.id:
+                return None
+        return result
 
     r = reduce(finding.result.program, finding.result.schedule, still_fails, max_tries=budget.calls,
                seconds=budget.seconds, result=finding.result)

@@ -142,6 +142,45 @@ def test_a_second_look_tells_two_bugs_of_one_symptom_apart(tmp_path):
     assert all(len(bugs) == 1 for bugs in bugs_per_class(tmp_path / "no-looks", "--reductions-per-class", "0").values())
 
 
+def test_a_hit_that_names_a_known_issue_no_class_met_gets_a_look_for_it(tmp_path):
+    # Two known bugs with one symptom (requires_grad True vs False). While exploring, a
+    # class is saved once and its later hits are only counted, so the bug that did not
+    # find the class is met only as such a hit: one whose signature names its issue.
+    from conformance.program import GradRegion, Program, TensorInput
+    from conformance.serialize import dumps
+
+    program = dumps(Program((TensorInput("a", (2,), requires_grad=True),), (GradRegion("enable_grad", ()),), ("a",)))
+    entry = ("[[issue]]\nid = '{0}'\ntitle = '{0}'\noracle = 'flags'\nbackends = ['*']\n"
+             "signatures = ['flags.requires_grad | eager True, backend False | first call @ {1}']\n"
+             "program = '{2}'\n\n")
+    known = tmp_path / "known_issues.toml"
+    known.write_text(entry.format("enable-grad-bug", "*enable_grad*", program)
+                     + entry.format("inplace-bug", "*inplace*", program))
+
+    cls = "flags.requires_grad | eager True, backend False | first call"
+
+    def night(folder, *extra) -> tuple[set, set, set]:
+        """The issues the class was found as, those that looks at its hits while exploring
+        reduced them to, and those reported for it."""
+        proc = fuzz("--backend", "tests.fake_backends:two_bugs_one_symptom", "--seconds", "60", "--workers", "1",
+                    "--shrink-seconds", "5", "--report-dir", str(folder), "--seed", "3",
+                    "--known-issues", str(known), *extra)
+        assert proc.returncode in (0, 1), proc.stdout + proc.stderr
+        events = [e for e in json.loads((folder / "findings" / "classes.json").read_text()) if e["class"] == cls]
+        found = {e.get("issue") for e in events if e["kind"] == "found"}
+        looked = {e.get("issue") for e in events if e["kind"] == "look" and e.get("during") == "explore"}
+        reported = {m["known_issue"] for m in summary(folder)["mismatches"] if m["signature"].startswith(cls)}
+        return found, looked, reported
+
+    found, looked, reported = night(tmp_path / "looks")
+    assert reported == {"enable-grad-bug", "inplace-bug"}, reported
+    # The repro of the issue that the class's first shrink did not show came from a look.
+    assert looked and looked <= reported, (found, looked)
+    # Planted fault: without looks, the hits of the issue that did not find the class are counted only.
+    found, looked, reported = night(tmp_path / "no-looks", "--reductions-per-class", "0")
+    assert not looked and len(reported) == 1, (looked, reported)
+
+
 def test_a_mismatch_behind_a_reported_bug_is_shrunk_and_reported_only_where_it_shows_alone(tmp_path):
     def night(backend, folder):
         # --explore 0: the mismatch behind a class shrunk as found (a night's fuzzing part)

@@ -204,3 +204,36 @@ def test_a_bug_behind_a_masked_one_is_reduced_to_a_program_without_it():
     # no single edit removes `.detach()` (t1 reads t0) and the mask goes with it.
     stuck = reduce_finding(finding, backend, [])
     assert stuck is finding and "detach" in render(stuck.result.program)
+
+
+# ---------------------------------------------------------------- one class, two known issues
+
+def test_a_reduction_for_a_known_issue_keeps_the_program_a_hit_of_that_issue():
+    # One class of mismatch, two bugs: the fake backend detaches outputs after enable_grad
+    # and after an in-place op. A hit with both, classified as the enable_grad issue (first
+    # in the file on a tie), is reduced for that issue.
+    from conformance.check import run_example
+    from conformance.known_issues import KnownIssue
+    from conformance.suite import finding_of, reduce_finding
+    from tests.fake_backends import two_bugs_one_symptom
+
+    program = Program(
+        (TensorInput("a", (2,), requires_grad=True),),
+        (GradRegion("enable_grad", (Assign("t0", Call("mul_scalar", ("a",))),)),
+         Assign("t1", Call("add_scalar", ("a",))),
+         InPlace("t1", "add_", "t0")),
+        ("t1",))
+
+    def issue(name, pattern):
+        return KnownIssue(id=name, title=name, backends=("*",), program=program, schedule=(), oracle="flags",
+                          signatures=(f"flags.requires_grad | eager True, backend False | * @ {pattern}",))
+
+    issues = [issue("enable", "*enable_grad*"), issue("inplace", "*inplace*")]
+    backend = two_bugs_one_symptom()
+    finding = finding_of(run_example(program, backend), backend.name, issues)
+    assert finding.known.id == "enable"
+    reduced = reduce_finding(finding, backend, issues, issue=issues[0])
+    assert reduced.known.id == "enable" and "enable_grad" in render(reduced.result.program)
+    assert count_statements(reduced.result.program) < count_statements(program)
+    # Planted fault: reduced for its class alone, the hit ends as the in-place bug.
+    assert reduce_finding(finding, backend, issues).known.id == "inplace"
