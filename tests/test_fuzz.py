@@ -243,6 +243,9 @@ def test_the_class_log_says_who_found_a_class_first_and_which_wait_for_their_shr
     log.add({"by": "1.0", "class": "g", "kind": "found", "seconds": 8.0, "examples": 36, "issue": "known-y"})
     log.add({"by": "1.0", "class": "h", "kind": "found", "seconds": 9.0, "examples": 37, "issue": None})
     assert log.owed("1") == ["e", "h", "d", "g"] and log.owed("0") == ["c", "f"]
+    # a look that lands on an issue gives it a repro tonight: d (known-y) is no longer urgent
+    log.add({"by": "0.1", "class": "b", "kind": "look", "statements": 3, "constructs": [], "issue": "known-y"})
+    assert log.covered("d") and "known-y" in log.repro_of
     # shrunk once, behind another class's mismatch and not shown alone: not owed again
     log.add({"by": "1.0", "class": "e", "kind": "shrink", "statements": None, "constructs": None, "issue": None})
     assert log.owed("1") == ["h", "d", "g"]
