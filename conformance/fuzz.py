@@ -382,10 +382,13 @@ def worker_main(cfg: FuzzConfig, wid: int, incarnation: int, messages, stop, sta
                 messages.put(("unshrunk", wid, key))
                 result, key = behind, class_key(behind.mismatches[0])
             elif mode != "replay" and (unmet := unmet_issue(result)) is not None:
-                issue_look(*unmet)
+                hit, issue = unmet
+                issue_looks[issue.id] += 1
+                # each smaller program still a hit of the issue, led by its class's mismatch
+                look(hit, "looks for an unmet issue", masked=lambda k: True, issue=issue)
                 return
             elif mode != "replay" and done(key) and second_look_due(key, program):
-                second_look(result, key)
+                look(result, "second looks")
                 return
             else:
                 messages.put(("unshrunk", wid, key))
@@ -506,13 +509,14 @@ def worker_main(cfg: FuzzConfig, wid: int, incarnation: int, messages, stop, sta
         n = later[key]
         return not any(need <= have for need in log.needs[key]) or n & (n - 1) == 0
 
-    def second_look(result, key: str) -> None:
-        """Reduce a later hit of a shrunk class (the last shrink pass only: seconds, not a
-        minute) and record it: under a signature of its own if it is another bug."""
+    def look(result, activity: str, **reduction) -> None:
+        """Reduce a later hit of a class (the last shrink pass only: seconds, not a minute) and
+        record it: under a signature of its own if it is another bug."""
         t0 = time.time()
+        key = class_key(result.mismatches[0])
         finding = reduce_finding(finding_of(result, backend.name, issues), backend, issues, run=timed_run,
-                                 budget=Budget(seconds=cfg.reduction_seconds(deadline)))
-        spent["second looks"] += time.time() - t0
+                                 budget=Budget(seconds=cfg.reduction_seconds(deadline)), **reduction)
+        spent[activity] += time.time() - t0
         note(key, "look", finding.result.program, issue=finding.known.id if finding.known else None, during=mode)
         record(finding, key, run.misses, t0 - start)
 
@@ -533,19 +537,6 @@ def worker_main(cfg: FuzzConfig, wid: int, incarnation: int, messages, stop, sta
                     and log.looks[class_key(m)] < cfg.reductions_per_class:
                 return focus(result, lambda k: k != class_key(m)), known
         return None
-
-    def issue_look(result, issue) -> None:
-        """Reduce a hit for the known issue it named (each smaller program still a hit of
-        it), and record it."""
-        t0 = time.time()
-        issue_looks[issue.id] += 1
-        key = class_key(result.mismatches[0])
-        finding = reduce_finding(finding_of(result, backend.name, issues), backend, issues, run=timed_run,
-                                 budget=Budget(seconds=cfg.reduction_seconds(deadline)),
-                                 masked=lambda k: True, issue=issue)
-        spent["looks for an unmet issue"] += time.time() - t0
-        note(key, "look", finding.result.program, issue=finding.known.id if finding.known else None, during=mode)
-        record(finding, key, run.misses, t0 - start)
 
     def waits(key: str) -> bool:
         # Raised in a replay, so that it is saved in (or stays in) found_db, but shrunk in a later one.
