@@ -39,9 +39,10 @@ repro should be. Later hits of that class are counted, and some get a second loo
 (reduction only, at most --reductions-per-class in all): those that lack a construct the
 class's repros need, and the 1st, 2nd, 4th, 8th... of the others. One class is one
 symptom, and one symptom can be two bugs; a second look that lands on another signature
-reports the other bug. Workers share what they shrank (ClassLog, through the parent):
-without it each worker, and each incarnation of one after a recycle, shrank every class
-again, at about 10 s a shrink. A hit of a class that is done, with a mismatch of a class
+reports the other bug. A hit whose raw signature names a known issue that no repro shows
+tonight gets a look for that issue at once, while exploring too (unmet_issue). Workers
+share what they shrank (ClassLog, through the parent): without it each worker, and each
+incarnation of one after a recycle, shrank every class again, at about 10 s a shrink. A hit of a class that is done, with a mismatch of a class
 not done behind its first one, is shrunk for that one (suite.focus), and reported only if
 the reduced program shows it first.
 """
