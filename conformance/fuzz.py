@@ -42,9 +42,9 @@ symptom, and one symptom can be two bugs; a second look that lands on another si
 reports the other bug. A hit whose raw signature names a known issue that no repro shows
 tonight gets a look for that issue at once, while exploring too (unmet_issue). Workers
 share what they shrank (ClassLog, through the parent): without it each worker, and each
-incarnation of one after a recycle, shrank every class again, at about 10 s a shrink. A hit of a class that is done, with a mismatch of a class
-not done behind its first one, is shrunk for that one (suite.focus), and reported only if
-the reduced program shows it first.
+incarnation of one after a recycle, shrank every class again, at about 10 s a shrink. A
+hit of a class that is done, with a mismatch of a class not done behind its first one, is
+shrunk for that one (suite.focus), and reported only if the reduced program shows it first.
 """
 
 from __future__ import annotations
