@@ -19,6 +19,10 @@ What keeps an unattended night going:
 - workers are recycled after --recycle-after examples, or when their RSS passes
   --max-rss-mb, since thunder keeps caches per jitted function.
 
+With --baseline, each worker first runs its share of the previous night's repros
+(replay_baseline): what is still there is reported in seconds, and a class whose repro is
+short counts as shrunk.
+
 Exploring first (--explore, half the night by default): a worker draws new programs only,
 and saves the first failure of each class of mismatch (Hypothesis's database, per worker)
 without shrinking it, as long as the time left can shrink the urgent ones it found
@@ -445,9 +449,9 @@ def worker_main(cfg: FuzzConfig, wid: int, incarnation: int, messages, stop, sta
         return reduce_finding(finding_of(result, backend.name, issues), backend, issues, run=timed_run,
                               budget=Budget(seconds=cfg.reduction_seconds(deadline)))
 
-    def record(finding, key: str, examples: int, seconds: float) -> None:
+    def record(finding, key: str, examples: int, seconds: float, shrunk: bool = True) -> None:
         rec = record_of(finding, backend, examples=examples, seconds=seconds, command=cfg.command, seed=cfg.seed)
-        rec.update(shrunk=True, **{"class": key})
+        rec.update(shrunk=shrunk, **{"class": key})
         save(rec, folder, "w")
         messages.put(("finding", wid, finding.signature, finding.known.id if finding.known else None))
 
@@ -555,7 +559,36 @@ def worker_main(cfg: FuzzConfig, wid: int, incarnation: int, messages, stop, sta
         finally:
             signal.setitimer(signal.ITIMER_REAL, 0)
 
+    def replay_baseline(entries: list[dict]) -> None:
+        """The previous night's repros first, this worker's share: a bug still there is
+        reported in seconds, also one that only a look found (Hypothesis's database holds
+        failing examples, not looks), and a class whose repro is short counts as shrunk, so
+        the night's shrinking goes to what is new. Run on the backend only; a repro that no
+        longer shows its bug is left to the end, where the parent replays what no worker hit."""
+        t0 = time.time()
+        for m in entries:
+            if over():
+                break
+            if not m.get("program") or m["oracle"] in ("crash", "hang"):  # not run again in a worker
+                continue
+            write_atomic(current, json.dumps({"program": m["program"], "schedule": m["schedule"]}))
+            program, schedule = decode(m["program"]), decode(m["schedule"])
+            result = timed_run(program, backend, schedule)
+            bug = _bug(m["signature"])
+            hits = [x for x in (result.mismatches if result else []) if _bug(signature(x, program, schedule)) == bug]
+            if not hits:
+                continue
+            key = class_key(hits[0])
+            finding = finding_of(focus(result, lambda k: k != key), backend.name, issues)
+            small = count_statements(program) <= MAX_STATEMENTS
+            if small:
+                note(key, "shrink", program, issue=finding.known.id if finding.known else None)
+            record(finding, key, run.misses, time.time() - start, shrunk=small)
+        spent["replaying the baseline"] += time.time() - t0
+
     prop._hypothesis_internal_add_digest = f"fuzz:{backend.name}".encode()
+    if cfg.baseline is not None and incarnation == 0:
+        replay_baseline(load_baseline(cfg.baseline)["mismatches"][wid::cfg.workers])
     chunk = 0
     replayed: set[str] = set()  # classes this incarnation replayed to shrink them
     reused = incarnation > 0  # replaying the database once per worker is enough

@@ -1,7 +1,7 @@
 """Fast fake backends for the harness's tests: one that hangs, one that kills its process,
 one with two bugs that show the same symptom, one whose first bug hides a second, one whose
-first bug hides a consequence of it, two that get eager's errors wrong, and one that rejects
-a construct outright."""
+first bug hides a consequence of it, two that get eager's errors wrong, one that rejects
+a construct outright, and one whose bug fresh draws almost never show."""
 
 import os
 import time
@@ -117,6 +117,18 @@ class AlsoPerturbsOutputs(RejectsRequiresGradMethod, PerturbsOutputs):
     base = PerturbsOutputs
 
 
+class RareBug(PerturbsOutputs):
+    """Floating outputs off by 0.5 in functions that call torch.hypot, torch.atan2 and
+    cumsum: a bug that a short night's own draws do not make, but a baseline may hold."""
+
+    fault = "floating outputs off by 0.5 after hypot, atan2 and cumsum"
+    RARE = {"hypot", "atan2", "cumsum"}
+
+    def call(self, fn, args, compiled):
+        names = set((fn.__code__ if hasattr(fn, "__code__") else fn.forward.__code__).co_names)
+        return super().call(fn, args, compiled) if self.RARE <= names else fn(*args)
+
+
 class _FailsInBackward(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x):
@@ -148,3 +160,4 @@ masks_errors = MasksErrors
 defers_errors = DefersErrors
 rejects_requires_grad_method = RejectsRequiresGradMethod
 rejects_requires_grad_method_perturbs_outputs = AlsoPerturbsOutputs
+rare_bug = RareBug

@@ -121,6 +121,46 @@ def test_second_night_reports_still_there_and_finds_it_early(tmp_path):
     assert second.returncode == (1 if any(v == "new" for v in statuses.values()) else 0)
 
 
+def test_a_second_night_replays_the_baselines_repros_first(tmp_path):
+    # A bug of the baseline that the night's own draws do not make (a look may have found
+    # it, and Hypothesis's database holds no look) is reported in the night's first seconds,
+    # and its class counts as shrunk: the night shrinks only what is new. Planted fault:
+    # without the replay at the start, it is only in `still_there_on_replay`, at the end.
+    from conformance import serialize
+    from conformance.backends import get
+    from conformance.check import run_example
+    from conformance.generators.schedules import SINGLE_CALL
+    from conformance.program import Assign, Call, Program, TensorInput, count_statements
+    from conformance.report.signatures import signature
+
+    spec = "tests.fake_backends:rare_bug"
+    program = Program((TensorInput("a", (2,)),), (Assign("t0", Call("hypot", ("a", "a"))),
+                                                  Assign("t1", Call("atan2", ("t0", "a"))),
+                                                  Assign("t2", Call("cumsum", ("t1",)))), ("t2",))
+    result = run_example(program, get(spec), SINGLE_CALL)
+    sig = signature(result.mismatches[0], program, SINGLE_CALL)
+    baseline = tmp_path / "baseline.json"
+    baseline.write_text(json.dumps({"mismatches": [{"signature": sig, "oracle": result.mismatches[0].oracle,
+                                                    "program": serialize.encode(program),
+                                                    "schedule": serialize.encode(SINGLE_CALL)}]}))
+
+    def night(folder, *extra) -> dict:
+        proc = fuzz("--backend", spec, "--seconds", "15", "--workers", "1", "--shrink-seconds", "3",
+                    "--report-dir", str(folder), "--seed", "4", *extra)
+        assert proc.returncode in (0, 1), proc.stdout + proc.stderr
+        return summary(folder)
+
+    s = night(tmp_path / "n2", "--baseline", str(baseline))
+    hit = [m for m in s["mismatches"] if m["signature"] == sig]
+    assert hit and hit[0]["status"] == "still there", s["mismatches"]
+    assert hit[0]["found_after_seconds"] < 10 and not s["still_there_on_replay"], hit[0]
+    events = json.loads((tmp_path / "n2" / "findings" / "classes.json").read_text())
+    shrinks = [e for e in events if e["kind"] == "shrink" and sig.startswith(e["class"])]
+    assert [e["statements"] for e in shrinks] == [count_statements(program)], shrinks  # the baseline's, only
+    # The control: the night's own draws do not make the bug.
+    assert not night(tmp_path / "alone")["mismatches"]
+
+
 def test_a_second_look_tells_two_bugs_of_one_symptom_apart(tmp_path):
     def bugs_per_class(folder, *extra) -> dict[str, set[str]]:
         # --explore 0: second looks at later hits of a class shrunk as found (a night's fuzzing
