@@ -527,19 +527,28 @@ def worker_main(cfg: FuzzConfig, wid: int, incarnation: int, messages, stop, sta
 
     def unmet_issue(result):
         """(the result led by it, the issue) for the first mismatch of a hit whose signature
-        names a known issue that no repro tonight shows and no class waits to be shrunk as;
-        None if there is none. One class of mismatch can be several bugs: the two view bugs
-        show as `requires_grad True vs False`, the class of an in-place bug found in the
-        first seconds, and while exploring a found class's later hits are only counted
-        (nights 32 and 34 missed both; the census met them as the first mismatch of 1-3
-        programs in 2,440). Classifying a hit costs no run; the look, a last pass, seconds."""
+        names a known issue that no repro tonight shows and no class waits to be shrunk as,
+        or could name one once shrunk (known_issues.reducible_to); None if there is none.
+        One class of mismatch can be several bugs: the two view bugs show as `requires_grad
+        True vs False`, the class of an in-place bug found in the first seconds, and while
+        exploring a found class's later hits are only counted (nights 32 and 34 missed both;
+        the census met them as the first mismatch of 1-3 programs in 2,440). A raw hit
+        rarely names an issue whose patterns list its constructs (`... @ enable_grad`): it
+        carries others that shrinking would delete (nights 37-39 missed that issue). Matching
+        a hit costs no run; the look, a last pass, seconds."""
         # Met: with a repro tonight, or found as a class not shrunk yet (a shrink keeps the
         # class, not the issue, so the repro may show another issue of the class).
         met = log.repro_of | {i for k, i in log.issue.items() if not log.shrinks[k]}
+        open_issues = [i for i in issues if i.id not in met and issue_looks[i.id] < ISSUE_LOOKS
+                       and i.applies_to(backend.name)]
         for m in result.mismatches:
-            known = known_issues.classify(signature(m, result.program, result.schedule), backend.name, issues)
-            if known is not None and known.id not in met and issue_looks[known.id] < ISSUE_LOOKS \
-                    and log.looks[class_key(m)] < cfg.reductions_per_class:
+            if not open_issues or log.looks[class_key(m)] >= cfg.reductions_per_class:
+                continue
+            sig = signature(m, result.program, result.schedule)
+            known = known_issues.classify(sig, backend.name, issues)
+            if known is None or known.id in met or issue_looks[known.id] >= ISSUE_LOOKS:
+                known = next((i for i in open_issues if known_issues.reducible_to(sig, i)), None)
+            if known is not None:
                 return focus(result, lambda k: k != class_key(m)), known
         return None
 

@@ -8,6 +8,7 @@ suite re-runs so that an issue that no longer reproduces is reported, not silent
 from __future__ import annotations
 
 import fnmatch
+import re
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
@@ -83,6 +84,21 @@ def classify(sig: str, backend_name: str, issues: list[KnownIssue]) -> KnownIssu
             if score > best_score and matches(sig, [pattern]):
                 best, best_score = issue, score
     return best
+
+
+def reducible_to(sig: str, issue: KnownIssue) -> bool:
+    """Whether a smaller program of this signature could be a hit of `issue`: the signature
+    matches one of its patterns where the pattern's constructs (after " @ ") may be among
+    more. A raw program carries constructs its bug does not need, and shrinking only deletes
+    them: `flags.requires_grad | ... @ enable_grad inplace module` may reduce to a hit of
+    `... @ enable_grad`, and a program with any constructs to one of `... @ plain ops`."""
+    for pattern in issue.signatures:
+        head, at, used = pattern.partition(" @ ")
+        names = [] if used == "plain ops" else [n for n in re.split(r"[\s*]+", used) if n]
+        relaxed = f"{head} @ *{'*'.join(names)}{'*' if names else ''}" if at else pattern
+        if fnmatch.fnmatchcase(sig, relaxed):
+            return True
+    return False
 
 
 def _specificity(pattern: str) -> int:

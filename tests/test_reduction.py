@@ -237,3 +237,36 @@ def test_a_reduction_for_a_known_issue_keeps_the_program_a_hit_of_that_issue():
     assert count_statements(reduced.result.program) < count_statements(program)
     # Planted fault: reduced for its class alone, the hit ends as the in-place bug.
     assert reduce_finding(finding, backend, issues).known.id == "inplace"
+
+
+def test_a_reduction_for_a_known_issue_may_start_from_a_hit_with_more_constructs_than_it_names():
+    # The issues' patterns name their constructs exactly, as shrunk repros show them. The
+    # raw hit (no_grad, enable_grad and an in-place op) names neither; reduced for the
+    # enable_grad issue, it loses the other two and becomes a hit of it. Planted fault:
+    # with each smaller program required to classify as the issue (one construct deleted
+    # at a time never does), it stays `@ enable_grad inplace no_grad`.
+    from conformance.check import run_example
+    from conformance.known_issues import KnownIssue
+    from conformance.suite import finding_of, reduce_finding
+    from tests.fake_backends import two_bugs_one_symptom
+
+    program = Program(
+        (TensorInput("a", (2,), requires_grad=True),),
+        (GradRegion("no_grad", (Assign("t2", Call("sin", ("a",))),)),
+         GradRegion("enable_grad", (Assign("t0", Call("mul_scalar", ("a",))),)),
+         Assign("t1", Call("add_scalar", ("a",))),
+         InPlace("t1", "add_", "t0")),
+        ("t1", "t2"))
+
+    def issue(name, constructs):
+        return KnownIssue(id=name, title=name, backends=("*",), program=program, schedule=(), oracle="flags",
+                          signatures=(f"flags.requires_grad | eager True, backend False | * @ {constructs}",))
+
+    issues = [issue("enable", "enable_grad"), issue("inplace", "inplace")]
+    backend = two_bugs_one_symptom()
+    finding = finding_of(run_example(program, backend), backend.name, issues)
+    assert finding.known is None  # what a look by classification alone would have nothing to go on
+    reduced = reduce_finding(finding, backend, issues, issue=issues[0])
+    assert reduced.known is not None and reduced.known.id == "enable", reduced.signature
+    # Planted fault: reduced for its class alone, the hit ends as the in-place bug.
+    assert reduce_finding(finding, backend, issues).known.id == "inplace"
