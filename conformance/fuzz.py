@@ -528,7 +528,7 @@ def worker_main(cfg: FuzzConfig, wid: int, incarnation: int, messages, stop, sta
     def unmet_issue(result):
         """(the result led by it, the issue) for the first mismatch of a hit whose signature
         names a known issue that no repro tonight shows and no class waits to be shrunk as,
-        or could name one once shrunk (known_issues.reducible_to); None if there is none.
+        or could name one once shrunk (known_issues.may_shrink_to); None if there is none.
         One class of mismatch can be several bugs: the two view bugs show as `requires_grad
         True vs False`, the class of an in-place bug found in the first seconds, and while
         exploring a found class's later hits are only counted (nights 32 and 34 missed both;
@@ -547,7 +547,7 @@ def worker_main(cfg: FuzzConfig, wid: int, incarnation: int, messages, stop, sta
             sig = signature(m, result.program, result.schedule)
             known = known_issues.classify(sig, backend.name, issues)
             if known is None or known.id in met or issue_looks[known.id] >= ISSUE_LOOKS:
-                known = next((i for i in open_issues if known_issues.reducible_to(sig, i)), None)
+                known = next((i for i in open_issues if known_issues.may_shrink_to(sig, i)), None)
             if known is not None:
                 return focus(result, lambda k: k != class_key(m)), known
         return None

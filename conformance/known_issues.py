@@ -87,16 +87,21 @@ def classify(sig: str, backend_name: str, issues: list[KnownIssue]) -> KnownIssu
 
 
 def reducible_to(sig: str, issue: KnownIssue) -> bool:
-    """Whether a smaller program of this signature could be a hit of `issue`: the signature
-    matches one of its patterns where the pattern's constructs (after " @ ") may be among
-    more. A raw program carries constructs its bug does not need, and shrinking only deletes
-    them: `flags.requires_grad | ... @ enable_grad inplace module` may reduce to a hit of
-    `... @ enable_grad`, and a program with any constructs to one of `... @ plain ops`."""
+    """Whether the signature is a hit of `issue`, or a smaller program of it could be one
+    (may_shrink_to)."""
+    return matches(sig, list(issue.signatures)) or may_shrink_to(sig, issue)
+
+
+def may_shrink_to(sig: str, issue: KnownIssue) -> bool:
+    """Whether the signature matches one of the issue's patterns that name constructs (after
+    " @ "), with those constructs among more. A raw program carries constructs its bug does
+    not need, and shrinking only deletes them: `flags.requires_grad | ... @ enable_grad
+    inplace module` may reduce to a hit of `... @ enable_grad`. A pattern that names none
+    (`outputs.value | *`, `... @ plain ops`) tells nothing more of a raw hit than its class."""
     for pattern in issue.signatures:
-        head, at, used = pattern.partition(" @ ")
+        head, _, used = pattern.partition(" @ ")
         names = [] if used == "plain ops" else [n for n in re.split(r"[\s*]+", used) if n]
-        relaxed = f"{head} @ *{'*'.join(names)}{'*' if names else ''}" if at else pattern
-        if fnmatch.fnmatchcase(sig, relaxed):
+        if names and fnmatch.fnmatchcase(sig, f"{head} @ *{'*'.join(names)}*"):
             return True
     return False
 
