@@ -135,7 +135,8 @@ class ClassLog:
     "statements": n or None, "constructs": [...] or None, for "found" "seconds", "examples"
     and "alongside" (the other classes of its program; see waits_for), for "found" and
     "look" "during" (the worker's mode: "explore", "fuzz", or "replay" for a class met while
-    shrinking another), and the known issue the program was classified as, "issue"}, which
+    shrinking another), and the known issue the program was classified as, "issue"; for a
+    look for an unmet issue, that issue, "looked_for"}, which
     each worker incarnation sends to the parent; the parent shares them all
     (CLASS_LOG in the findings folder), and each worker reads the others' at the start of a
     chunk, never within one (Hypothesis replays a failure at its end and must see it fail
@@ -522,7 +523,8 @@ def worker_main(cfg: FuzzConfig, wid: int, incarnation: int, messages, stop, sta
         finding = reduce_finding(finding_of(result, backend.name, issues), backend, issues, run=timed_run,
                                  budget=Budget(seconds=cfg.reduction_seconds(deadline)), **reduction)
         spent[activity] += time.time() - t0
-        note(key, "look", finding.result.program, issue=finding.known.id if finding.known else None, during=mode)
+        note(key, "look", finding.result.program, issue=finding.known.id if finding.known else None, during=mode,
+             looked_for=reduction["issue"].id if reduction.get("issue") else None)
         record(finding, key, run.misses, t0 - start)
 
     def unmet_issue(result):
