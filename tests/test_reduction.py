@@ -208,12 +208,21 @@ def test_a_bug_behind_a_masked_one_is_reduced_to_a_program_without_it():
 
 # ---------------------------------------------------------------- one class, two known issues
 
+def _requires_grad_issues(program, **constructs) -> list:
+    """Known issues of `requires_grad` True in eager, False in the backend, one per name, whose
+    pattern names the given constructs (fnmatch: "*enable_grad*" or exactly "enable_grad")."""
+    from conformance.known_issues import KnownIssue
+
+    return [KnownIssue(id=name, title=name, backends=("*",), program=program, schedule=(), oracle="flags",
+                       signatures=(f"flags.requires_grad | eager True, backend False | * @ {used}",))
+            for name, used in constructs.items()]
+
+
 def test_a_reduction_for_a_known_issue_keeps_the_program_a_hit_of_that_issue():
     # One class of mismatch, two bugs: the fake backend detaches outputs after enable_grad
     # and after an in-place op. A hit with both, classified as the enable_grad issue (first
     # in the file on a tie), is reduced for that issue.
     from conformance.check import run_example
-    from conformance.known_issues import KnownIssue
     from conformance.suite import finding_of, reduce_finding
     from tests.fake_backends import two_bugs_one_symptom
 
@@ -224,11 +233,7 @@ def test_a_reduction_for_a_known_issue_keeps_the_program_a_hit_of_that_issue():
          InPlace("t1", "add_", "t0")),
         ("t1",))
 
-    def issue(name, pattern):
-        return KnownIssue(id=name, title=name, backends=("*",), program=program, schedule=(), oracle="flags",
-                          signatures=(f"flags.requires_grad | eager True, backend False | * @ {pattern}",))
-
-    issues = [issue("enable", "*enable_grad*"), issue("inplace", "*inplace*")]
+    issues = _requires_grad_issues(program, enable="*enable_grad*", inplace="*inplace*")
     backend = two_bugs_one_symptom()
     finding = finding_of(run_example(program, backend), backend.name, issues)
     assert finding.known.id == "enable"
@@ -246,7 +251,6 @@ def test_a_reduction_for_a_known_issue_may_start_from_a_hit_with_more_constructs
     # with each smaller program required to classify as the issue (one construct deleted
     # at a time never does), it stays `@ enable_grad inplace no_grad`.
     from conformance.check import run_example
-    from conformance.known_issues import KnownIssue
     from conformance.suite import finding_of, reduce_finding
     from tests.fake_backends import two_bugs_one_symptom
 
@@ -258,11 +262,7 @@ def test_a_reduction_for_a_known_issue_may_start_from_a_hit_with_more_constructs
          InPlace("t1", "add_", "t0")),
         ("t1", "t2"))
 
-    def issue(name, constructs):
-        return KnownIssue(id=name, title=name, backends=("*",), program=program, schedule=(), oracle="flags",
-                          signatures=(f"flags.requires_grad | eager True, backend False | * @ {constructs}",))
-
-    issues = [issue("enable", "enable_grad"), issue("inplace", "inplace")]
+    issues = _requires_grad_issues(program, enable="enable_grad", inplace="inplace")
     backend = two_bugs_one_symptom()
     finding = finding_of(run_example(program, backend), backend.name, issues)
     assert finding.known is None  # what a look by classification alone would have nothing to go on
