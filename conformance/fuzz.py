@@ -580,7 +580,7 @@ def worker_main(cfg: FuzzConfig, wid: int, incarnation: int, messages, stop, sta
         for m in entries:
             if over():
                 break
-            if not m.get("program") or m["oracle"] in ("crash", "hang"):  # not run again in a worker
+            if not m.get("program") or m.get("oracle") in ("crash", "hang"):  # not run again in a worker
                 continue
             write_atomic(current, json.dumps({"program": m["program"], "schedule": m["schedule"]}))
             program, schedule = decode(m["program"]), decode(m["schedule"])

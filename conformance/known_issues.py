@@ -86,12 +86,6 @@ def classify(sig: str, backend_name: str, issues: list[KnownIssue]) -> KnownIssu
     return best
 
 
-def reducible_to(sig: str, issue: KnownIssue) -> bool:
-    """Whether the signature is a hit of `issue`, or a smaller program of it could be one
-    (may_shrink_to)."""
-    return matches(sig, list(issue.signatures)) or may_shrink_to(sig, issue)
-
-
 def may_shrink_to(sig: str, issue: KnownIssue) -> bool:
     """Whether the signature matches one of the issue's patterns that name constructs (after
     " @ "), with those constructs among more. A raw program carries constructs its bug does

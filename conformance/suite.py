@@ -161,7 +161,7 @@ def reduce_finding(finding: Finding, backend, issues, run=run_example, budget: B
     A finding led by a mismatch that came after `masked` ones (see `focus`) keeps being led
     by it; where the masked ones are gone from the reduced program, it is the first one.
     With `issue`, each smaller program must also stay a hit of that known issue, or one that
-    may shrink to it (KI.reducible_to): one class of mismatch can be several bugs, and the
+    may shrink to it (KI.may_shrink_to): one class of mismatch can be several bugs, and the
     fuzzer looks for the one the program showed or may show with fewer constructs."""
     budget = budget if isinstance(budget, Budget) else Budget(seconds=budget)
     key = _key(finding)
@@ -173,8 +173,11 @@ def reduce_finding(finding: Finding, backend, issues, run=run_example, budget: B
         result = focus(result, lambda k: k != key and masked(k))
         if result is None or class_key(result.mismatches[0]) != key:
             return None
-        if issue is not None and not KI.reducible_to(signature(result.mismatches[0], program, schedule), issue):
-            return None
+        if issue is not None:
+            sig = signature(result.mismatches[0], program, schedule)
+            known = KI.classify(sig, backend.name, issues)
+            if (known is None or known.id != issue.id) and not KI.may_shrink_to(sig, issue):
+                return None
         return result
 
     r = reduce(finding.result.program, finding.result.schedule, still_fails, max_tries=budget.calls,
