@@ -585,8 +585,7 @@ def worker_main(cfg: FuzzConfig, wid: int, incarnation: int, messages, stop, sta
             write_atomic(current, json.dumps({"program": m["program"], "schedule": m["schedule"]}))
             program, schedule = decode(m["program"]), decode(m["schedule"])
             result = timed_run(program, backend, schedule)
-            bug = _bug(m["signature"])
-            hits = [x for x in (result.mismatches if result else []) if _bug(signature(x, program, schedule)) == bug]
+            hits = _shows(m, result)
             if not hits:
                 continue
             key = class_key(hits[0])
@@ -744,6 +743,15 @@ def _bug(signature: str) -> str:
     return signature.split(" @ ")[0]
 
 
+def _shows(entry: dict, result) -> list:
+    """The mismatches of `result`, a run of a baseline entry's program, that are its bug."""
+    from conformance.report.signatures import signature
+
+    bug = _bug(entry["signature"])
+    mismatches = result.mismatches if result else []
+    return [m for m in mismatches if _bug(signature(m, result.program, result.schedule)) == bug]
+
+
 def _baseline_status(records: list[dict], baseline: dict | None) -> list[dict]:
     """Triage against the previous night: still there (same bug as a baseline entry), else
     known (in known_issues.toml) or new."""
@@ -768,7 +776,6 @@ def _replay_unseen(baseline: dict, records: list[dict], spec: str) -> tuple[list
     from conformance import serialize
     from conformance.backends import get
     from conformance.check import run_example
-    from conformance.report.signatures import signature
 
     unseen = _unseen(baseline, records)
     if not unseen:
@@ -779,8 +786,7 @@ def _replay_unseen(baseline: dict, records: list[dict], spec: str) -> tuple[list
         if not m.get("program"):
             continue
         program, schedule = serialize.decode(m["program"]), serialize.decode(m["schedule"])
-        now = {_bug(signature(x, program, schedule)) for x in run_example(program, backend, schedule).mismatches}
-        (still if _bug(m["signature"]) in now else fixed).append(m["signature"])
+        (still if _shows(m, run_example(program, backend, schedule)) else fixed).append(m["signature"])
     return fixed, still
 
 

@@ -224,8 +224,10 @@ def statements(draw, scope: Scope, depth: int, kinds: tuple[str, ...], allowed: 
     # (seeds 1-4), 1 summed an input that requires grad while grad was on and returned a
     # binary op of the sum; 14 with this draw. Only the binary ops the program draws from
     # (swarm testing); "no" shrinks to the reduction alone.
+    if made.value.op not in FAMILIES["reduction"]:
+        return made
     binary = tuple(op for op in scope.ops if op in FAMILIES["binary"] and op != "matmul")  # matmul: no 0-d
-    if made.value.op in FAMILIES["reduction"] and binary and draw(st.booleans(), label="reduction.combine"):
+    if binary and draw(st.booleans(), label="reduction.combine"):
         return made, draw(op_calls(scope, reading=(made.target,), ops=binary))
     return made
 
