@@ -13,27 +13,69 @@ def devices() -> st.SearchStrategy[str]:
     return st.sampled_from(("cpu", "cuda") if torch.cuda.is_available() else ("cpu",))
 
 
-def shapes(max_dims: int = 3) -> st.SearchStrategy[tuple[int, ...]]:
+def sizes() -> st.SearchStrategy[int]:
     # 1 is the simplest size; 0 (an empty dim) is drawn on purpose but shrinks away.
-    size = st.one_of(st.integers(1, 3), st.just(0))
-    return st.lists(size, min_size=0, max_size=max_dims).map(tuple)
+    return st.one_of(st.integers(1, 3), st.just(0))
+
+
+def shapes(max_dims: int = 3) -> st.SearchStrategy[tuple[int, ...]]:
+    return st.lists(sizes(), min_size=0, max_size=max_dims).map(tuple)
+
+
+# How a tensor relates to one drawn before it in the same program. Programs compute on related
+# tensors: a weight and the input it multiplies, a bias and the output it is added to. Drawn
+# independently, two tensors rarely fit a matmul (same dtype, inner sizes equal): in a census of
+# 3,000 programs, 1.8% had one (the op fell back to `x * 2` for want of a pair), and none
+# multiplied a 3-d tensor by a 2-d one, the broadcasting case of torch.matmul. "fresh" comes
+# first, so it is what shrinks.
+RELATIONS = ("fresh", "same", "broadcast", "matmul")
 
 
 @st.composite
-def tensor_inputs(draw, name: str, device: str | None = None, float_only: bool = False) -> TensorInput:
-    dtype = draw(st.sampled_from(FLOAT_DTYPES if float_only else DTYPES), label=f"{name}.dtype")
+def related_shapes(draw, how: str, base: tuple[int, ...], label: str) -> tuple[int, ...]:
+    """A shape that fits `base`: the same, a suffix of it (the two broadcast together), or the
+    right operand of a matmul with it (`base @ x` is defined)."""
+    if how == "same":
+        return base
+    if how == "broadcast":
+        return base[draw(st.integers(0, len(base)), label=f"{label}.suffix"):]
+    if not base:  # a 0-d tensor is no matmul operand
+        return draw(shapes(), label=label)
+    rank = draw(st.integers(1, 3), label=f"{label}.matmul_rank")
+    if rank == 1:
+        return (base[-1],)
+    outer = draw(sizes(), label=f"{label}.matmul_outer")
+    batch = () if rank == 2 else (base[0] if len(base) == 3 else draw(sizes(), label=f"{label}.matmul_batch"),)
+    return (*batch, base[-1], outer)
+
+
+@st.composite
+def tensor_inputs(draw, name: str, device: str | None = None, float_only: bool = False,
+                  earlier: tuple[TensorInput, ...] = ()) -> TensorInput:
+    """A tensor input, fresh or related to one of the program's `earlier` tensors."""
+    dtypes = FLOAT_DTYPES if float_only else DTYPES
+    how = draw(st.sampled_from(RELATIONS), label=f"{name}.relation") if earlier else "fresh"
+    base = None if how == "fresh" else draw(st.sampled_from(earlier), label=f"{name}.base")
+    # A related tensor has its base's dtype and device, as a weight has its input's:
+    # torch.matmul does not promote, and a mixed pair is what "fresh" draws.
+    if base is not None and base.dtype in dtypes:
+        dtype = base.dtype
+    else:
+        dtype = draw(st.sampled_from(dtypes), label=f"{name}.dtype")
+    shape = draw(shapes(), label=f"{name}.shape") if base is None else draw(
+        related_shapes(how, base.shape, f"{name}.shape"))
     requires_grad = dtype in FLOAT_DTYPES and draw(st.booleans(), label=f"{name}.requires_grad")
     return TensorInput(
         name=name,
-        shape=draw(shapes(), label=f"{name}.shape"),
+        shape=shape,
         dtype=dtype,
-        device=device if device is not None else draw(devices(), label=f"{name}.device"),
+        device=device or (base.device if base is not None else draw(devices(), label=f"{name}.device")),
         requires_grad=requires_grad,
     )
 
 
-def parameters(name: str, device: str) -> st.SearchStrategy[TensorInput]:
+def parameters(name: str, device: str, earlier: tuple[TensorInput, ...] = ()) -> st.SearchStrategy[TensorInput]:
     # nn.Parameter requires grad by default, and only floating tensors can.
-    return tensor_inputs(name, device=device, float_only=True).map(
+    return tensor_inputs(name, device=device, float_only=True, earlier=earlier).map(
         lambda t: TensorInput(t.name, t.shape, t.dtype, t.device, True)
     )

@@ -50,10 +50,13 @@ def programs(
     families = draw(swarm(tuple(FAMILIES), "ops"))
     ops = tuple(op for op in OPS if any(op in FAMILIES[f] for f in families))
     n_inputs = draw(st.integers(1, 3), label="inputs")
-    inputs = tuple(draw(tensor_inputs(INPUT_NAMES[i]), label=f"input.{INPUT_NAMES[i]}") for i in range(n_inputs))
+    inputs = ()
+    for name in INPUT_NAMES[:n_inputs]:
+        inputs += (draw(tensor_inputs(name, earlier=inputs), label=f"input.{name}"),)
     params = ()
     if modules == "always" or (modules and draw(st.booleans(), label="module")):
-        params = tuple(draw(parameters(f"w{i}", device)) for i in range(draw(st.integers(1, 2), label="parameters")))
+        for i in range(draw(st.integers(1, 2), label="parameters")):
+            params += (draw(parameters(f"w{i}", device, earlier=inputs + params)),)
     env = {i.name: Meta(i.shape, i.dtype, i.device) for i in inputs}
     env.update({f"self.{p.name}": Meta(p.shape, p.dtype, p.device) for p in params})
     scope = Scope(env, Names(), [], device, ops=ops)

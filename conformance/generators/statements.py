@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from hypothesis import strategies as st
 
-from conformance.generators.inputs import shapes
+from conformance.generators.inputs import RELATIONS, related_shapes, shapes
 from conformance.generators.scope import Scope, is_temporary
 from conformance.ops import CREATION, FAMILIES, INPLACE, OPS, UNARY, Meta, infer, inplace_applies
 from conformance.program import (
@@ -79,7 +79,14 @@ def op_calls(draw, scope: Scope, reading: tuple[str, ...] = (), ops: tuple[str, 
 @st.composite
 def creations(draw, scope: Scope, requires_grad: bool = False) -> Assign:
     op = draw(st.sampled_from(CREATION), label="creation")
-    shape = draw(shapes(max_dims=1 if op == "arange" else 3), label="creation.shape")
+    # Like an input, a made tensor may fit one in scope (a bias for an output, a weight for an
+    # input); torch.arange's 1-d shapes are drawn fresh.
+    how = "fresh" if op == "arange" else draw(st.sampled_from(RELATIONS), label="creation.relation")
+    if how == "fresh":
+        shape = draw(shapes(max_dims=1 if op == "arange" else 3), label="creation.shape")
+    else:
+        base = scope.env[draw(st.sampled_from(scope.variables()), label="creation.base")]
+        shape = draw(related_shapes(how, base.shape, "creation.shape"))
     if op == "arange" and not shape:
         shape = (1,)
     value = Create(op, shape, scope.device, requires_grad)
