@@ -136,7 +136,9 @@ def test_a_second_night_replays_the_baselines_repros_first(tmp_path):
     spec = "tests.fake_backends:rare_bug"
     program = Program((TensorInput("a", (2,)),), (Assign("t0", Call("hypot", ("a", "a"))),
                                                   Assign("t1", Call("atan2", ("t0", "a"))),
-                                                  Assign("t2", Call("cumsum", ("t1",)))), ("t2",))
+                                                  Assign("t2", Call("cumsum", ("t1",))),
+                                                  Assign("t3", Call("flip", ("t2",))),
+                                                  Assign("t4", Call("erf", ("t3",)))), ("t4",))
     result = run_example(program, get(spec), SINGLE_CALL)
     sig = signature(result.mismatches[0], program, SINGLE_CALL)
     baseline = tmp_path / "baseline.json"
