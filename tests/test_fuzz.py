@@ -376,7 +376,9 @@ def test_a_night_explores_first_and_shrinks_what_it_found_after(tmp_path, backen
         if e["kind"] == "found" and e["class"] not in found:
             found[e["class"]] = (i, e["seconds"])
     explored = [e["seconds"] for e in events if e["kind"] == "found" and e["during"] == "explore"]
-    assert explored and max(explored) < 10, found  # the rest met while a replay shrank another class
+    # The exploring part ends at 10 s; an example begun before then may end after it (10.2 s
+    # beside another test's night). The rest were met while a replay shrank another class.
+    assert explored and max(explored) < 15, found
     for key, (i, _) in found.items():  # one worker: the parent logs its events in order
         assert any(e["kind"] == "shrink" and e["class"] == key for e in events[i + 1:]), (key, events)
         assert not any(e["kind"] == "shrink" and e["class"] == key for e in events[:i]), (key, events)
