@@ -212,6 +212,15 @@ def test_values_that_nothing_reads_are_returned_in_half_the_programs():
     assert every / programs_with > 0.5, (every, programs_with)
 
 
+def _across_a_region(block):
+    """(made, used) for each pair of statements on either side of a one-statement region."""
+    for before, after in zip(block, block[1:]):
+        if isinstance(before, GradRegion) and len(before.body) == 1:  # outward
+            yield before.body[0], after
+        elif isinstance(after, GradRegion) and len(after.body) == 1:  # inward
+            yield before, after.body[0]
+
+
 def test_crossings_read_across_a_region_boundary_what_was_made_from_an_input():
     # A crossing is `with R: t0 = op(leaf)` then `t1 = op(t0)`, or `t0 = op(leaf)` then
     # `with R: t1 = op(t0)`; half of the values made are views. Of 300 programs, 134 have
@@ -221,13 +230,7 @@ def test_crossings_read_across_a_region_boundary_what_was_made_from_an_input():
     from conformance.ops import FAMILIES
 
     def pairs(block):
-        for before, after in zip(block, block[1:]):
-            if isinstance(before, GradRegion) and len(before.body) == 1:  # outward
-                made, used = before.body[0], after
-            elif isinstance(after, GradRegion) and len(after.body) == 1:  # inward
-                made, used = before, after.body[0]
-            else:
-                continue
+        for made, used in _across_a_region(block):
             if isinstance(made, Assign) and isinstance(used, Assign) and made.target in getattr(used.value, "args", ()):
                 yield made
 
@@ -258,13 +261,7 @@ def test_crossings_may_update_in_place_on_the_other_side_what_was_made():
         @given(programs(statements=statements, modules=False))
         def draw(p):
             nonlocal count
-            for before, after in zip(p.body, p.body[1:]):
-                if isinstance(before, GradRegion) and len(before.body) == 1:  # outward
-                    made, used = before.body[0], after
-                elif isinstance(after, GradRegion) and len(after.body) == 1:  # inward
-                    made, used = before, after.body[0]
-                else:
-                    continue
+            for made, used in _across_a_region(p.body):
                 if isinstance(made, Assign) and isinstance(used, InPlace) and used.target == made.target:
                     count += 1
                     return
