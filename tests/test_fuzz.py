@@ -397,8 +397,12 @@ def test_a_night_explores_first_and_shrinks_what_it_found_after(tmp_path, backen
         assert min(r["statements"] for r in mine if r["class"] == key) <= 6, (key, records)
     explored_classes = {e["class"] for e in events if e["kind"] == "found" and e["during"] == "explore"}
     for key in {r["class"] for r in records} & explored_classes:
+        # A record carries when its class was met, never a later time (its shrink's). Hypothesis
+        # reports one failure per place an exception is raised, so a class met beside another
+        # (its raw record at 5.9 s) may be reported, and its "found" event noted, in a later
+        # chunk (10.3 s; fresh-clone CI, 2026-12-05): a record may be earlier than the event.
         times = [r["found_after_seconds"] for r in records if r["class"] == key]
-        assert min(times) >= found[key][1], (key, times, found[key])
+        assert min(times) <= found[key][1], (key, times, found[key])
         if key in recorded:  # its shrink's record: when found, not when shrunk
             assert min(times) == found[key][1], (key, times, found[key])
 
