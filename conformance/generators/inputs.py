@@ -29,6 +29,9 @@ def shapes(max_dims: int = 3) -> st.SearchStrategy[tuple[int, ...]]:
 # multiplied a 3-d tensor by a 2-d one, the broadcasting case of torch.matmul. "fresh" comes
 # first, so it is what shrinks.
 RELATIONS = ("fresh", "same", "broadcast", "matmul")
+# Whose dtype a related tensor has (not a matmul operand's: that is always its base's); the
+# base's shrinks first.
+RELATED_DTYPES = ("base", "own")
 
 
 @st.composite
@@ -56,9 +59,13 @@ def tensor_inputs(draw, name: str, device: str | None = None, float_only: bool =
     dtypes = FLOAT_DTYPES if float_only else DTYPES
     how = draw(st.sampled_from(RELATIONS), label=f"{name}.relation") if earlier else "fresh"
     base = None if how == "fresh" else draw(st.sampled_from(earlier), label=f"{name}.base")
-    # A related tensor has its base's dtype and device, as a weight has its input's:
-    # torch.matmul does not promote, and a mixed pair is what "fresh" draws.
-    if base is not None and base.dtype in dtypes:
+    # A related tensor has its base's device, and its dtype: always for a matmul operand
+    # (torch.matmul does not promote), half the time for one that broadcasts with it or has its
+    # shape. The other half is a mixed pair that fits, as a float64 0-d scale of a bool mask or
+    # a float32 bias of a float16 activation: type promotion between a dimensioned tensor and a
+    # 0-d one is a rule of its own (int-unary-then-double-scalar-with-grad-promotes-to-double).
+    if base is not None and base.dtype in dtypes and (
+            how == "matmul" or draw(st.sampled_from(RELATED_DTYPES), label=f"{name}.dtype_of") == "base"):
         dtype = base.dtype
     else:
         dtype = draw(st.sampled_from(dtypes), label=f"{name}.dtype")
