@@ -120,6 +120,20 @@ def inplace_updates(draw, scope: Scope, target: str | None = None) -> InPlace | 
     return InPlace(target, method, arg)
 
 
+def read_after(draw, scope: Scope, update) -> tuple:
+    """`update`, and half the time an op that reads the tensor it updated in place.
+
+    An update shows only where the updated tensor is read after it: its new value, and what
+    autograd recorded for it. A tensor updated last is seldom returned (the returns draw
+    temporaries), so a lost update through an alias of an input that requires grad showed in
+    3 of 3,415 programs run through thunder. `update` is the InPlace statement, or the region
+    that holds it; "no" shrinks to the update alone."""
+    target = update.target if isinstance(update, InPlace) else update.body[0].target
+    if draw(st.booleans(), label="inplace.read"):
+        return update, draw(op_calls(scope, reading=(target,)))
+    return (update,)
+
+
 @st.composite
 def requires_grads(draw, scope: Scope) -> RequiresGrad | None:
     floats = [v for v in scope.variables() if scope.env[v].is_float]
@@ -186,7 +200,7 @@ def crossings(draw, scope: Scope, kinds: tuple[str, ...], updates: bool = False)
     or through `a.double()` of a float64 `a` (`a` itself), writes to the input, and autograd
     allows it only while grad is off. In a census of 6,000 programs (seeds 1-2), 2 updated
     in place while grad was off a view or copy made while it was on of an input that
-    requires grad; 17 with this draw.
+    requires grad; 17 with this draw. Half the updates are read after (read_after).
     """
     kind = draw(st.sampled_from(kinds), label="crossing.region")
     enabled = kind == "set_grad_enabled" and draw(st.booleans(), label="crossing.mode")
@@ -200,8 +214,10 @@ def crossings(draw, scope: Scope, kinds: tuple[str, ...], updates: bool = False)
     if used is None:
         used = draw(op_calls(scope, reading=(made.target,)))
     if inward:
-        return made, GradRegion(kind, (used,), enabled)
-    return GradRegion(kind, (made,), enabled), used
+        crossing = (made, GradRegion(kind, (used,), enabled))
+    else:
+        crossing = (GradRegion(kind, (made,), enabled), used)
+    return crossing if not isinstance(used, InPlace) else crossing[:-1] + read_after(draw, scope, crossing[-1])
 
 
 @st.composite
@@ -224,7 +240,7 @@ def statements(draw, scope: Scope, depth: int, kinds: tuple[str, ...], allowed: 
     if kind == "inplace":
         stmt = draw(inplace_updates(scope))
         if stmt is not None:
-            return stmt
+            return read_after(draw, scope, stmt)
     if kind == "requires_grad_":
         stmt = draw(requires_grads(scope))
         if stmt is not None:
