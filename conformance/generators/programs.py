@@ -74,7 +74,9 @@ def programs(
     # (reading it with an op, or the view, shows the new value). In a census of 6,000 programs
     # (seeds 1-2), 18 updated while grad was off an alias made while it was on of a tensor that
     # requires grad, and 2 of them returned that tensor. "No" shrinks to the plain draw.
-    written = updated(body)
+    # Only what is bound here: a name bound in one branch of an `if` is unbound where the
+    # backend takes the other (night 50's UnboundLocalError, in thunder alone).
+    written = [v for v in updated(body) if v in scope.env]
     if written and draw(st.booleans(), label="returns.updated"):
         returns += tuple(v for v in written if v not in returns)
     # Every value the body computed is seen: "yes" also returns the temporaries that nothing
