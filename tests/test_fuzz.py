@@ -470,3 +470,15 @@ def test_a_worker_recycled_while_replaying_keeps_what_it_found(tmp_path):
     found = {e["class"] for e in events if e["kind"] == "found"}
     shrunk = {e["class"] for e in events if e["kind"] == "shrink"}
     assert found and found <= shrunk, found - shrunk
+
+
+def test_a_baseline_signature_not_reported_tonight_is_replayed_though_its_class_was():
+    # One class (one symptom) can be two bugs: night 51's int-unary dtype bug and the empty
+    # inputs' aliases both show as `outputs.dtype | first call`. Tonight's report of one must
+    # not make the other count as seen: it is replayed at the end, and reported fixed or
+    # still there. Planted fault (the code before): matched by class, nothing is replayed.
+    shown = "outputs.dtype | first call @ inplace"
+    other = "outputs.dtype | first call @ @enable_grad inplace torch.set_grad_enabled(True)"
+    baseline = {"mismatches": [{"signature": shown}, {"signature": other}]}
+    assert [m["signature"] for m in fuzz_mod._unseen(baseline, [{"signature": shown}])] == [other]
+    assert fuzz_mod._unseen(baseline, [{"signature": shown}, {"signature": other}]) == []
