@@ -124,10 +124,11 @@ def read_after(draw, scope: Scope, update) -> tuple:
     """`update`, and half the time an op that reads the tensor it updated in place.
 
     An update shows only where the updated tensor is read after it: its new value, and what
-    autograd recorded for it. A tensor updated last is seldom returned (the returns draw
-    temporaries), so a lost update through an alias of an input that requires grad showed in
-    3 of 3,415 programs run through thunder. `update` is the InPlace statement, or the region
-    that holds it; "no" shrinks to the update alone."""
+    autograd recorded for it (an input updated by a tensor that requires grad loses its graph
+    in thunder: inplace-from-grad-tensor-loses-autograd). An update through an alias shows in
+    its base, and thunder's lost one only where the base itself is returned: that is the
+    returns' draw (programs.updated). `update` is the InPlace statement, or the region that
+    holds it; "no" shrinks to the update alone."""
     target = update.target if isinstance(update, InPlace) else update.body[0].target
     if draw(st.booleans(), label="inplace.read"):
         return update, draw(op_calls(scope, reading=(target,)))
