@@ -357,7 +357,6 @@ def test_inputs_and_creations_may_fit_a_tensor_drawn_before_them(monkeypatch):
     assert inputs_fit < 4 and made_fit < 16, (inputs_fit, made_fit)  # 0 and 10
 
 
-
 def _mixed_partners(monkeypatch, related_dtypes) -> tuple[int, bool]:
     """Of 300 inputs drawn beside `a: bool[2, 3]`: how many are a float tensor that broadcasts
     with it, of its shape or its last dim's (a scale or bias of a mask: where type promotion
@@ -423,7 +422,7 @@ def test_an_update_in_place_may_be_read_by_the_next_op(monkeypatch):
     # Planted fault: no read drawn after an update, and 54 and 23 do: the next op reads the
     # value made last half the time (`chained`), often the one just updated.
     plain, crossing = _updates_read_after(monkeypatch)
-    fault_plain, fault_crossing = _updates_read_after(monkeypatch, read_after=lambda draw, scope, update: (update,))
+    fault_plain, fault_crossing = _updates_read_after(monkeypatch, read_after=lambda draw, scope, update, target: (update,))
     assert plain >= fault_plain + 10 and crossing >= fault_crossing + 10, (plain, crossing, fault_plain, fault_crossing)
 
 

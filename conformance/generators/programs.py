@@ -76,9 +76,9 @@ def programs(
     # requires grad, and 2 of them returned that tensor. "No" shrinks to the plain draw.
     # Only what is bound here: a name bound in one branch of an `if` is unbound where the
     # backend takes the other (night 50's UnboundLocalError, in thunder alone).
-    written = [v for v in updated(body) if v in scope.env]
+    written = tuple(v for v in updated(body) if v in scope.env)
     if written and draw(st.booleans(), label="returns.updated"):
-        returns += tuple(v for v in written if v not in returns)
+        returns += written  # duplicates go below, with dict.fromkeys
     # Every value the body computed is seen: "yes" also returns the temporaries that nothing
     # reads. A bug in what a region tags shows only where its value leaves the function (a
     # view made under no_grad, an op under enable_grad while grad is off). In a census of

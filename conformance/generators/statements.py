@@ -120,8 +120,8 @@ def inplace_updates(draw, scope: Scope, target: str | None = None) -> InPlace | 
     return InPlace(target, method, arg)
 
 
-def read_after(draw, scope: Scope, update) -> tuple:
-    """`update`, and half the time an op that reads the tensor it updated in place.
+def read_after(draw, scope: Scope, update, target: str) -> tuple:
+    """`update`, and half the time an op that reads `target`, the tensor it updated in place.
 
     An update shows only where the updated tensor is read after it: its new value, and what
     autograd recorded for it (an input updated by a tensor that requires grad loses its graph
@@ -129,7 +129,6 @@ def read_after(draw, scope: Scope, update) -> tuple:
     its base, and thunder's lost one only where the base itself is returned: that is the
     returns' draw (programs.updated). `update` is the InPlace statement, or the region that
     holds it; "no" shrinks to the update alone."""
-    target = update.target if isinstance(update, InPlace) else update.body[0].target
     if draw(st.booleans(), label="inplace.read"):
         return update, draw(op_calls(scope, reading=(target,)))
     return (update,)
@@ -218,7 +217,9 @@ def crossings(draw, scope: Scope, kinds: tuple[str, ...], updates: bool = False)
         crossing = (made, GradRegion(kind, (used,), enabled))
     else:
         crossing = (GradRegion(kind, (made,), enabled), used)
-    return crossing if not isinstance(used, InPlace) else crossing[:-1] + read_after(draw, scope, crossing[-1])
+    if isinstance(used, InPlace):
+        crossing = crossing[:-1] + read_after(draw, scope, crossing[-1], used.target)
+    return crossing
 
 
 @st.composite
@@ -241,7 +242,7 @@ def statements(draw, scope: Scope, depth: int, kinds: tuple[str, ...], allowed: 
     if kind == "inplace":
         stmt = draw(inplace_updates(scope))
         if stmt is not None:
-            return read_after(draw, scope, stmt)
+            return read_after(draw, scope, stmt, stmt.target)
     if kind == "requires_grad_":
         stmt = draw(requires_grads(scope))
         if stmt is not None:
