@@ -45,3 +45,16 @@ def test_a_raw_signature_with_more_constructs_may_shrink_to_an_issue_that_names_
                                           enable_grad)
     assert not known_issues.may_shrink_to("flags.requires_grad | eager False, backend True | first call @ enable_grad",
                                           enable_grad)
+
+
+def test_the_view_issue_names_requires_grad_not_the_inference_flag():
+    # no-grad-view-requires-grad-dropped is about requires_grad (and grad_fn). Its patterns said
+    # `flags.*`, so an inference_mode program's `is_inference` mismatch looked like a raw hit of it:
+    # nights 49-52 spent 10 of their 12 looks for the issue on such programs (inference-mode-ignored).
+    view = next(i for i in ISSUES if i.id == "no-grad-view-requires-grad-dropped")
+    inference = "flags.is_inference | eager True, backend False | first call @ inference_mode set_grad_enabled(True)"
+    requires_grad = inference.replace("is_inference", "requires_grad").replace("inference_mode ", "")
+    assert known_issues.classify(requires_grad, "thunder", ISSUES) == view
+    assert known_issues.may_shrink_to(requires_grad.replace("@ ", "@ module "), view)
+    assert not known_issues.may_shrink_to(inference, view)
+    assert known_issues.classify(inference, "thunder", ISSUES).id == "inference-mode-ignored"
