@@ -44,7 +44,8 @@ repro should be. Later hits of that class are counted, and some get a second loo
 class's repros need, and the 1st, 2nd, 4th, 8th... of the others. One class is one
 symptom, and one symptom can be two bugs; a second look that lands on another signature
 reports the other bug. A hit whose raw signature names a known issue that no repro shows
-tonight gets a look for that issue at once, while exploring too (unmet_issue). Workers
+tonight gets a look for that issue at once, while exploring too (unmet_issue); so does the
+first hit of a class found as a known issue whose shrink showed another (find_lost_issue). Workers
 share what they shrank (ClassLog, through the parent): without it each worker, and each
 incarnation of one after a recycle, shrank every class again, at about 10 s a shrink. A
 hit of a class that is done, with a mismatch of a class not done behind its first one, is
@@ -187,12 +188,25 @@ class ClassLog:
 
     def covered(self, key: str) -> bool:
         """Found as a known issue that has a shrunk repro tonight, or whose first class found
-        (which gets one) is another: more shrinks of it can wait."""
+        and not shrunk yet (which gets one) is another: more shrinks of it can wait. A class of
+        the issue shrunk without giving it a repro (shrunk to another issue, or shown only
+        behind a reported class) passes the turn to the next: night 53 found
+        grad-mode-not-written-back-when-call-raises as two classes, shrank the first to nothing
+        it could report, and left the second waiting all night."""
         issue = self.issue.get(key)
         if issue is None:
             return False
-        first = min((k for k, i in self.issue.items() if i == issue), key=lambda k: self.found[k])
-        return issue in self.repro_of or key != first
+        if issue in self.repro_of:
+            return True
+        pending = [k for k, i in self.issue.items() if i == issue and not self.shrinks[k]]
+        return bool(pending) and key != min(pending, key=lambda k: self.found[k])
+
+    def lost(self, key: str) -> str | None:
+        """The known issue the class was found as (its first hit classified so), where no repro
+        shows that issue tonight though the class was shrunk: to another issue, or only behind
+        a reported class. None otherwise."""
+        issue = self.issue.get(key)
+        return issue if issue is not None and self.shrinks[key] and issue not in self.repro_of else None
 
     def owed(self, worker: str) -> list[str]:
         """The classes `worker` found and has to shrink, in the order to shrink them: classes
@@ -317,6 +331,8 @@ def worker_main(cfg: FuzzConfig, wid: int, incarnation: int, messages, stop, sta
     issue_looks: Counter = Counter()  # looks for an issue no class tonight met (unmet_issue)
     raw_saved: set[str] = set()
     first_seen: dict[str, tuple[int, float]] = {}  # (examples, seconds) when a class first failed
+    first_hits: dict = {}  # the (program, schedule) of each class's first failure, unshrunk
+    by_id = {i.id: i for i in issues}
     run = Memo(run_example)
     seen: Counter = Counter()  # examples per construct, for the conformance matrix
     spent: Counter = Counter()  # seconds per activity: where the night went
@@ -408,6 +424,7 @@ def worker_main(cfg: FuzzConfig, wid: int, incarnation: int, messages, stop, sta
         for c in sorted(constructs(program)):
             event(c)
         first_seen.setdefault(key, (run.misses, time.time() - start))
+        first_hits.setdefault(key, (program, schedule))
         raise_for(result)
 
     def conclude(result, key: str, behind: bool) -> None:
@@ -427,9 +444,39 @@ def worker_main(cfg: FuzzConfig, wid: int, incarnation: int, messages, stop, sta
                 # Not shown without a reported bug's mismatch before it: maybe a consequence
                 # of that bug, so not reported as one of its own (a false alarm costs an hour).
                 messages.put(("unshrunk", wid, key))
+                find_lost_issue(key, finding)
                 return
         record(finding, key, *first_seen[key])
+        find_lost_issue(key, finding)
         raw_path(key).unlink(missing_ok=True)
+
+    def find_lost_issue(key: str, shrunk) -> None:
+        """The class was found as a known issue that no repro shows tonight (its first hit
+        classified so), and its shrink showed another issue, or showed the class only behind a
+        reported one. One class is one symptom: the shrink keeps the symptom, not the issue.
+        Where the shrunk program, led by the class, still names the issue, it is recorded as a
+        look would record it (known issues only, so no false alarm); else the class's first
+        hit gets a look for the issue (each smaller program still a hit of it). Nights 48-53
+        found seven issues while exploring and lost them so: night 53's
+        no-grad-view-requires-grad-dropped at 46 s, its `grad_fn` mismatch always behind the
+        `requires_grad` one of the same output, a class shrunk for an in-place bug."""
+        issue = by_id.get(log.lost(key) or "")
+        if issue is None:
+            return
+        if shrunk.known is not None and shrunk.known.id == issue.id:
+            note(key, "look", shrunk.result.program, issue=issue.id, during=mode, looked_for=issue.id)
+            record(shrunk, key, *first_seen[key])
+            return
+        if key not in first_hits or issue_looks[issue.id] >= ISSUE_LOOKS or log.looks[key] >= cfg.reductions_per_class:
+            return
+        program, schedule = first_hits[key]
+        hit = timed_run(program, backend, schedule)
+        for m in hit.mismatches if hit is not None else ():
+            if class_key(m) == key and known_issues.classify(signature(m, program, schedule), backend.name,
+                                                             issues) == issue:
+                issue_looks[issue.id] += 1
+                look(focus(hit, lambda k: k != key), "looks for an unmet issue", masked=lambda k: True, issue=issue)
+                return
 
     def raw_path(key: str) -> Path:
         # The class's raw failure, saved when first met: the incarnation's own (str hashes differ per process).
