@@ -467,7 +467,8 @@ def worker_main(cfg: FuzzConfig, wid: int, incarnation: int, messages, stop, sta
             note(key, "look", shrunk.result.program, issue=issue.id, during=mode, looked_for=issue.id)
             record(shrunk, key, *first_seen[key])
             return
-        if key not in first_hits or issue_looks[issue.id] >= ISSUE_LOOKS or log.looks[key] >= cfg.reductions_per_class:
+        if key not in first_hits or issue_looks[issue.id] >= ISSUE_LOOKS \
+                or log.looks[key] >= cfg.reductions_per_class:
             return
         program, schedule = first_hits[key]
         hit = timed_run(program, backend, schedule)
