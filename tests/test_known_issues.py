@@ -58,3 +58,22 @@ def test_the_view_issue_names_requires_grad_not_the_inference_flag():
     assert known_issues.may_shrink_to(requires_grad.replace("@ ", "@ module "), view)
     assert not known_issues.may_shrink_to(inference, view)
     assert known_issues.classify(inference, "thunder", ISSUES).id == "inference-mode-ignored"
+
+
+def test_a_backward_error_no_issue_names_is_new():
+    # backward-fails-after-grad-mode-changes once matched `exceptions.backend raised during
+    # backward | *`: every backward error of thunder was "known" under its title, three other
+    # bugs among them (cpu-scalar-broadcast-cotangent-unsummed's expand of an unsummed
+    # cotangent, a slice's pad of a size-0 dim, a sizeless torch.zeros), and a new one would be.
+    head = "exceptions.backend raised during backward | no exception / "
+    by_id = {i.id: i for i in ISSUES}
+    expected = {
+        "RuntimeError during backward: a message no issue names @ plain ops": None,
+        "RuntimeError during backward: expand(torch.FloatTensor{[N, N]}, size=[N]): the number of s @ plain ops":
+            "cpu-scalar-broadcast-cotangent-unsummed",
+        "RuntimeError during backward: The input size N, plus negative padding N and N resulted in  @ plain ops":
+            "slice-backward-pads-size-zero-dim",
+        "AssertionError during backward: AssertionError @ inplace": "backward-fails-after-grad-mode-changes",
+    }
+    for tail, issue in expected.items():
+        assert known_issues.classify(head + tail, "thunder", ISSUES) == by_id.get(issue), tail
