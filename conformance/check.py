@@ -48,7 +48,8 @@ def describe_inputs(program: Program) -> str:
     def one(i):
         grad = ", requires_grad" if i.requires_grad else ""
         dev = f", {i.device}" if i.device != "cpu" else ""
-        return f"{i.name}: {i.dtype}{list(i.shape)}{dev}{grad}"
+        special = f", one element {i.special}" if i.special else ""
+        return f"{i.name}: {i.dtype}{list(i.shape)}{dev}{grad}{special}"
 
     return ", ".join(one(i) for i in program.inputs + program.parameters)
 

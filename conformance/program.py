@@ -32,6 +32,9 @@ class TensorInput:
     dtype: str = "float32"
     device: str = "cpu"
     requires_grad: bool = False
+    # A non-finite value that one element holds ("nan", "inf", "-inf"; floats only), where
+    # a backend's decomposition of an op can differ from eager (`torch.relu` of a NaN).
+    special: str = ""
 
 
 @dataclass(frozen=True)

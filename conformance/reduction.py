@@ -100,7 +100,7 @@ def size(program: Program, schedule: Schedule) -> tuple:
     smaller: it leaves the temporary unused, for the next pass to delete."""
     temps = sum(1 for name in _uses(program) if not _is_input_or_parameter(name, program))
     plain_inputs = sum(int(i.requires_grad) + int(i.dtype != "float32") + len(i.shape) + sum(i.shape)
-                       for i in program.inputs + program.parameters)
+                       + int(bool(i.special)) for i in program.inputs + program.parameters)
     plain_calls = sum(int(c.ambient != "grad") + int(bool(c.requires_grad)) for c in schedule)
     return (count_statements(program), len(program.helpers), len(schedule), len(program.inputs),
             len(program.parameters), len(program.returns), temps, plain_inputs, plain_calls,
@@ -138,11 +138,12 @@ def candidates(program: Program, schedule: Schedule) -> Iterator[Example]:
                 returns = program.returns[:i] + (name,) + program.returns[i + 1:]
                 yield replace(program, returns=tuple(dict.fromkeys(returns))), schedule
     for i, inp in enumerate(program.inputs):
-        for plainer in (replace(inp, requires_grad=False), replace(inp, dtype="float32"), replace(inp, shape=())):
+        for plainer in (replace(inp, requires_grad=False), replace(inp, dtype="float32"), replace(inp, shape=()),
+                        replace(inp, special="")):
             if plainer != inp:
                 yield replace(program, inputs=program.inputs[:i] + (plainer,) + program.inputs[i + 1:]), schedule
     for i, w in enumerate(program.parameters):  # a parameter stays a float that requires grad
-        for plainer in (replace(w, dtype="float32"), replace(w, shape=())):
+        for plainer in (replace(w, dtype="float32"), replace(w, shape=()), replace(w, special="")):
             if plainer != w:
                 parameters = program.parameters[:i] + (plainer,) + program.parameters[i + 1:]
                 yield replace(program, parameters=parameters), schedule

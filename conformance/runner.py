@@ -70,6 +70,8 @@ def make_tensor(spec: TensorInput, gen: torch.Generator, requires_grad: bool | N
         t = torch.randint(-3, 4, spec.shape, generator=gen)
     else:
         t = torch.randn(spec.shape, generator=gen).to(getattr(torch, spec.dtype))
+        if spec.special and t.numel():
+            t.view(-1)[torch.randint(t.numel(), (), generator=gen)] = float(spec.special)
     t = t.to(spec.device)
     flag = spec.requires_grad if requires_grad is None else requires_grad
     if flag and t.is_floating_point():

@@ -233,13 +233,14 @@ def test_a_class_shrunk_to_another_issue_than_its_first_hit_gets_a_look_for_that
     # A class is one symptom: found as one known issue (its first hit classified so), it can
     # shrink to another of the same symptom. The issue it was found as then has no repro;
     # its first hit gets a look for it, in the replay that shrank the class (nights 48-53
-    # lost seven issues found while exploring so). Seed 3: the class is found as the
-    # enable_grad bug and shrinks to the in-place one. Fails on the code before (checked):
+    # lost seven issues found while exploring so). Seed 2 (3 before inputs drew non-finite
+    # values): the class is found as the enable_grad bug and shrinks to the in-place one.
+    # Fails on the code before (checked):
     # looks for an issue came only at later hits, never in a replay.
     known = _two_known_bugs(tmp_path)
     folder = tmp_path / "night"
     proc = fuzz("--backend", "tests.fake_backends:two_bugs_one_symptom", "--seconds", "60", "--workers", "1",
-                "--shrink-seconds", "5", "--report-dir", str(folder), "--seed", "3", "--known-issues", str(known))
+                "--shrink-seconds", "5", "--report-dir", str(folder), "--seed", "2", "--known-issues", str(known))
     assert proc.returncode in (0, 1), proc.stdout + proc.stderr
     cls = "flags.requires_grad | eager True, backend False | first call"
     events = [e for e in json.loads((folder / "findings" / "classes.json").read_text()) if e["class"] == cls]
@@ -471,7 +472,7 @@ def test_a_construct_whose_programs_end_in_an_exception_found_before_is_no_longe
     # Planted fault: --keep-saturated draws it all night.
     def night(folder, *extra):
         proc = fuzz("--backend", "tests.fake_backends:rejects_requires_grad_method", "--seconds", "20",
-                    "--shrink-seconds", "2", "--report-dir", str(folder), "--seed", "5", *extra)
+                    "--shrink-seconds", "2", "--report-dir", str(folder), "--seed", "2", *extra)
         assert proc.returncode == 1, proc.stdout + proc.stderr
         return summary(folder)["saturated_constructs"]
 

@@ -62,6 +62,16 @@ def test_keeps_what_the_bug_needs():
     assert "b" in render(r.program) and well_scoped(r.program)
 
 
+def test_a_non_finite_element_is_dropped_unless_the_bug_needs_it():
+    special = replace(PROGRAM, inputs=(replace(A, special="nan"), replace(B, special="-inf")))
+    assert reduce(special, SCHEDULE, adds_one_under_no_grad).program.inputs == (TensorInput("a", ()),)
+
+    def needs_a_nan(program, schedule):
+        return adds_one_under_no_grad(program, schedule) and program.inputs[0].special == "nan" or None
+
+    assert reduce(special, SCHEDULE, needs_a_nan).program.inputs == (TensorInput("a", (), special="nan"),)
+
+
 def test_an_example_that_only_fails_as_it_is_comes_back_unchanged():
     r = reduce(PROGRAM, SCHEDULE, lambda p, s: (p, s) == (PROGRAM, SCHEDULE) or None)
     assert (r.program, r.schedule, r.kept) == (PROGRAM, SCHEDULE, 0)

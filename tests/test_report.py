@@ -47,10 +47,14 @@ def run_repro(tmp_path, record, spec=None):
 
 # Eager raises: an in-place update of a leaf that requires grad, with grad enabled.
 RAISES = Program((A,), (InPlace("a", "add_", "a"),), ("a",))
+# An input with a NaN: pprint writes it `nan`, which the repro must define; eager and eager agree.
+NAN = Program((TensorInput("a", (2,), requires_grad=True, special="nan"),), (Assign("t0", Call("relu", ("a",))),),
+              ("t0",))
 
 
 @pytest.mark.parametrize("fault, program, schedule", [
     ("perturbs_outputs", PROGRAM, (CallSpec(),)),
+    ("perturbs_outputs", NAN, (CallSpec(),)),
     ("tests.fake_backends:masks_errors", RAISES, (CallSpec(),)),  # both raise, the backend its own AssertionError
     # raised at another stage in the harness; the repro, which has no cotangent for an output
     # eager never made, sees the call raise on one side only

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import torch
 from hypothesis import strategies as st
 
@@ -78,11 +80,27 @@ def tensor_inputs(draw, name: str, device: str | None = None, float_only: bool =
         dtype=dtype,
         device=device or (base.device if base is not None else draw(devices(), label=f"{name}.device")),
         requires_grad=requires_grad,
+        special=draw(specials(), label=f"{name}.special") if dtype in FLOAT_DTYPES else "",
     )
+
+
+def specials() -> st.SearchStrategy[str]:
+    """A non-finite element for one float tensor in eight: "" (none), "nan", "inf" or "-inf".
+
+    A backend decomposes an op into others that agree with it on finite values and may not on
+    the rest: thunder's autograd path computes `torch.relu(x)` as `torch.where(x > 0, x, 0.0)`,
+    0 for a NaN where eager gives NaN (relu-of-nan-is-zero-with-grad). With normal values only,
+    a NaN came from the mean of an empty tensor: in a census of 6,000 programs (seeds 1-2), 1
+    applied relu to one. One in eight, not more: a NaN spreads through what reads it, and a
+    value bug compared as NaN on both sides does not show. "" comes first, so it is what shrinks."""
+    return st.integers(0, 7).flatmap(lambda n: st.sampled_from(SPECIALS) if n == 7 else st.just(""))
+
+
+SPECIALS = ("nan", "inf", "-inf")
 
 
 def parameters(name: str, device: str, earlier: tuple[TensorInput, ...] = ()) -> st.SearchStrategy[TensorInput]:
     # nn.Parameter requires grad by default, and only floating tensors can.
     return tensor_inputs(name, device=device, float_only=True, earlier=earlier).map(
-        lambda t: TensorInput(t.name, t.shape, t.dtype, t.device, True)
+        lambda t: replace(t, requires_grad=True)
     )

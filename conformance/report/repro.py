@@ -92,6 +92,8 @@ def render_repro(record: dict) -> str:
         names=repr(names), expected_compilations=expected, count_compilations=count,
         # White-box: only where the mismatch is in thunder's traces, so other repros stay plain.
         thunder_traces=record["oracle"] == "traces" and imp == "import thunder",
+        # pprint writes a non-finite float as the bare name `nan` or `inf`
+        non_finite=any(i.special for i in program.inputs + program.parameters),
     )
 
 
