@@ -474,7 +474,7 @@ def worker_main(cfg: FuzzConfig, wid: int, incarnation: int, messages, stop, sta
         hit = timed_run(program, backend, schedule)
         for m in hit.mismatches if hit is not None else ():
             if class_key(m) == key and known_issues.classify(signature(m, program, schedule), backend.name,
-                                                             issues) == issue:
+                                                             issues, program) == issue:
                 issue_looks[issue.id] += 1
                 look(focus(hit, lambda k: k != key), "looks for an unmet issue", masked=lambda k: True, issue=issue)
                 return
@@ -595,9 +595,9 @@ def worker_main(cfg: FuzzConfig, wid: int, incarnation: int, messages, stop, sta
             if not open_issues or log.looks[class_key(m)] >= cfg.reductions_per_class:
                 continue
             sig = signature(m, result.program, result.schedule)
-            known = known_issues.classify(sig, backend.name, issues)
+            known = known_issues.classify(sig, backend.name, issues, result.program)
             if known is None or known.id in met or issue_looks[known.id] >= ISSUE_LOOKS:
-                known = next((i for i in open_issues if known_issues.may_shrink_to(sig, i)), None)
+                known = next((i for i in open_issues if known_issues.may_shrink_to(sig, i, result.program)), None)
             if known is not None:
                 return focus(result, lambda k: k != class_key(m)), known
         return None

@@ -15,7 +15,8 @@ from pathlib import Path
 
 from conformance import serialize
 from conformance.generators.schedules import CallSpec, Schedule
-from conformance.program import Program
+from conformance.ops import INPLACE, OPS
+from conformance.program import Assign, Call, InPlace, Program, statements_in
 from conformance.report.signatures import matches
 
 PATH = Path(__file__).with_name("known_issues.toml")
@@ -36,9 +37,21 @@ class KnownIssue:
     oracle: str
     notes: str = ""
     upstream: str = ""
+    # Ops (or in-place methods) one of which every program of the issue calls (none: any
+    # program). A signature names a program's constructs, not its ops: `outputs.value | * @
+    # plain ops` is relu's NaN bug, and without `ops = ["relu"]` it would be any other value
+    # bug of a program of plain ops.
+    ops: tuple[str, ...] = ()
 
     def applies_to(self, backend_name: str) -> bool:
         return any(fnmatch.fnmatchcase(backend_name, p) for p in self.backends)
+
+    def may_be(self, program: Program | None) -> bool:
+        """Whether the program calls one of the issue's ops (True where either is not given)."""
+        return program is None or not self.ops or any(
+            (isinstance(s, Assign) and isinstance(s.value, Call) and s.value.op in self.ops)
+            or (isinstance(s, InPlace) and s.method in self.ops)
+            for s in statements_in(program.body + tuple(t for h in program.helpers for t in h.body)))
 
 
 def load(path: Path = PATH) -> list[KnownIssue]:
@@ -60,24 +73,29 @@ def load(path: Path = PATH) -> list[KnownIssue]:
                 oracle=entry["oracle"],
                 notes=entry.get("notes", ""),
                 upstream=entry.get("upstream", ""),
+                ops=tuple(entry.get("ops", [])),
             ))
         except (KeyError, serialize.BadProgram) as exc:
             raise BadKnownIssues(f"{path}: issue #{i + 1} is malformed: {exc}") from None
+        if unknown := [op for op in issues[-1].ops if op not in OPS and op not in INPLACE]:
+            raise BadKnownIssues(f"{path}: issue {issues[-1].id!r} names ops not in conformance/ops.py: {unknown}")
     ids = [k.id for k in issues]
     if len(set(ids)) != len(ids):
         raise BadKnownIssues(f"{path}: duplicate issue ids")
     return issues
 
 
-def classify(sig: str, backend_name: str, issues: list[KnownIssue]) -> KnownIssue | None:
-    """The known issue whose most specific pattern matches `sig`, the first in the file on a tie.
+def classify(sig: str, backend_name: str, issues: list[KnownIssue],
+             program: Program | None = None) -> KnownIssue | None:
+    """The known issue whose most specific pattern matches `sig`, the first in the file on a tie,
+    among those the program (where given) may be (KnownIssue.may_be: it calls one of their ops).
 
     The most specific one, not the first: a broad pattern (`exceptions.backend raised during
     backward | *`) would otherwise claim the findings of a narrower issue listed after it
     (`*A view was created in no_grad mode*`), and that issue would never be reported as hit."""
     best, best_score = None, -1
     for issue in issues:
-        if not issue.applies_to(backend_name):
+        if not issue.applies_to(backend_name) or not issue.may_be(program):
             continue
         for pattern in issue.signatures:
             score = _specificity(pattern)
@@ -86,12 +104,15 @@ def classify(sig: str, backend_name: str, issues: list[KnownIssue]) -> KnownIssu
     return best
 
 
-def may_shrink_to(sig: str, issue: KnownIssue) -> bool:
+def may_shrink_to(sig: str, issue: KnownIssue, program: Program | None = None) -> bool:
     """Whether the signature matches one of the issue's patterns that name constructs (after
     " @ "), with those constructs among more. A raw program carries constructs its bug does
     not need, and shrinking only deletes them: `flags.requires_grad | ... @ enable_grad
     inplace module` may reduce to a hit of `... @ enable_grad`. A pattern that names none
-    (`outputs.value | *`, `... @ plain ops`) tells nothing more of a raw hit than its class."""
+    (`outputs.value | *`, `... @ plain ops`) tells nothing more of a raw hit than its class.
+    Nor can a program that calls none of the issue's ops shrink to it (KnownIssue.ops)."""
+    if not issue.may_be(program):
+        return False
     for pattern in issue.signatures:
         head, _, used = pattern.partition(" @ ")
         names = [] if used == "plain ops" else [n for n in re.split(r"[\s*]+", used) if n]

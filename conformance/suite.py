@@ -57,7 +57,7 @@ def finding_of(failure: ConformanceMismatch | Result, backend_name: str, issues)
     """A failure Hypothesis raised (it carries its Result), or a Result with mismatches."""
     result: Result = failure if isinstance(failure, Result) else failure.result
     sig = signature(result.mismatches[0], result.program, result.schedule)
-    return Finding(sig, result, KI.classify(sig, backend_name, issues))
+    return Finding(sig, result, KI.classify(sig, backend_name, issues, result.program))
 
 
 def focus(result: Result, masked: Callable[[str], bool]) -> Result | None:
@@ -175,8 +175,8 @@ def reduce_finding(finding: Finding, backend, issues, run=run_example, budget: B
             return None
         if issue is not None:
             sig = signature(result.mismatches[0], program, schedule)
-            known = KI.classify(sig, backend.name, issues)
-            if (known is None or known.id != issue.id) and not KI.may_shrink_to(sig, issue):
+            known = KI.classify(sig, backend.name, issues, program)
+            if (known is None or known.id != issue.id) and not KI.may_shrink_to(sig, issue, program):
                 return None
         return result
 
@@ -185,7 +185,7 @@ def reduce_finding(finding: Finding, backend, issues, run=run_example, budget: B
     if (r.program, r.schedule) == (finding.result.program, finding.result.schedule):
         return finding
     sig = signature(r.result.mismatches[0], r.program, r.schedule)
-    return Finding(sig, r.result, KI.classify(sig, backend.name, issues))
+    return Finding(sig, r.result, KI.classify(sig, backend.name, issues, r.program))
 
 
 def _key(f: Finding) -> str:

@@ -2,6 +2,8 @@
 
 from dataclasses import replace
 
+import pytest
+
 from conformance import known_issues
 
 ISSUES = known_issues.load()
@@ -77,3 +79,28 @@ def test_a_backward_error_no_issue_names_is_new():
     }
     for tail, issue in expected.items():
         assert known_issues.classify(head + tail, "thunder", ISSUES) == by_id.get(issue), tail
+
+
+def test_an_issue_with_ops_is_only_a_program_that_calls_one_of_them():
+    # A value mismatch of plain ops is relu-of-nan-is-zero-with-grad's signature whatever op
+    # differs; its `ops` keep the issue to programs that call relu, so another op's is new.
+    from conformance.program import Assign, Call, Program, TensorInput
+
+    relu = next(i for i in ISSUES if i.id == "relu-of-nan-is-zero-with-grad")
+    sig = "outputs.value | first call @ plain ops"
+    a = (TensorInput("a", (3,), requires_grad=True, special="nan"),)
+    calls_relu = Program(a, (Assign("t0", Call("sin", ("a",))), Assign("t1", Call("relu", ("t0",)))), ("t1",))
+    calls_sigmoid = Program(a, (Assign("t0", Call("sigmoid", ("a",))),), ("t0",))
+    assert known_issues.classify(sig, "thunder", [relu], calls_relu) == relu
+    assert known_issues.classify(sig, "thunder", [relu], calls_sigmoid) is None
+    assert known_issues.classify(sig, "thunder", [relu]) == relu  # a signature alone says no more
+    raw = "outputs.value | first call @ module no_grad"  # may shrink to `outputs.value | * @ module`
+    assert known_issues.may_shrink_to(raw, relu, calls_relu)
+    assert not known_issues.may_shrink_to(raw, relu, calls_sigmoid)
+
+
+def test_an_issue_naming_an_op_the_catalogue_lacks_is_refused(tmp_path):
+    text = known_issues.PATH.read_text().replace('ops = ["relu"]', 'ops = ["rellu"]', 1)
+    (tmp_path / "k.toml").write_text(text)
+    with pytest.raises(known_issues.BadKnownIssues, match="rellu"):
+        known_issues.load(tmp_path / "k.toml")
