@@ -38,9 +38,11 @@ class Scope:
     in_helper: bool = False
     labels: set[str] = field(default_factory=set)
     ops: tuple[str, ...] = tuple(OPS)  # the ops this program draws from (swarm testing)
+    views: set[str] = field(default_factory=set)  # the variables a view op (or detach) made
 
     def child(self) -> "Scope":
-        return Scope(dict(self.env), self.names, self.helpers, self.device, self.in_helper, self.labels, self.ops)
+        return Scope(dict(self.env), self.names, self.helpers, self.device, self.in_helper, self.labels, self.ops,
+                     set(self.views))
 
     def variables(self) -> list[str]:
         return sorted(self.env, key=_name_order)
