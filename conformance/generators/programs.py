@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 from hypothesis import strategies as st
 
 from conformance.generators.inputs import devices, parameters, tensor_inputs
@@ -130,7 +132,7 @@ def crossed(body) -> tuple[str, ...]:
     not known here, only that it may differ)."""
     made: dict[str, int] = {}
     found: dict[str, None] = {}
-    fresh = iter(range(1, 1 << 30))
+    fresh = itertools.count(1)
 
     def walk(block, mode: int) -> int:
         for s in block:

@@ -127,10 +127,11 @@ def inplace_updates(draw, scope: Scope, target: str | None = None) -> InPlace | 
     def pairs_of(targets):
         return [(t, a) for t in targets for a in names if inplace_applies(method, scope.env[t], scope.env[a])]
 
-    pairs = pairs_of([target] if target else names)
     views = [v for v in names if v in scope.views]
     if not target and views and draw(st.booleans(), label="inplace.view"):
-        pairs = pairs_of(views) or pairs
+        pairs = pairs_of(views) or pairs_of(names)
+    else:
+        pairs = pairs_of([target] if target else names)
     if not pairs:
         return None
     target, arg = draw(st.sampled_from(chained(draw, scope, pairs, method)), label=f"{method}.args")
