@@ -16,7 +16,8 @@ from pathlib import Path
 from conformance import serialize
 from conformance.generators.schedules import CallSpec, Schedule
 from conformance.ops import INPLACE, OPS
-from conformance.program import Assign, Call, InPlace, Program, statements_in
+from conformance.program import (Assign, Call, GradRegion, HelperCall, IfGradEnabled, InPlace, Program, SetGradMode,
+                                 statements_in)
 from conformance.report.signatures import matches
 
 PATH = Path(__file__).with_name("known_issues.toml")
@@ -42,16 +43,71 @@ class KnownIssue:
     # plain ops` is relu's NaN bug, and without `ops = ["relu"]` it would be any other value
     # bug of a program of plain ops.
     ops: tuple[str, ...] = ()
+    # Facts of the program's structure (FACTS) that every program of the issue has: what a
+    # signature's set of constructs cannot tell, such as whether an update ran before or
+    # after a grad-off call.
+    needs: tuple[str, ...] = ()
 
     def applies_to(self, backend_name: str) -> bool:
         return any(fnmatch.fnmatchcase(backend_name, p) for p in self.backends)
 
     def may_be(self, program: Program | None) -> bool:
-        """Whether the program calls one of the issue's ops (True where either is not given)."""
-        return program is None or not self.ops or any(
+        """Whether the program calls one of the issue's ops and has the facts it needs (True
+        where no program is given, or the issue names neither)."""
+        if program is None:
+            return True
+        calls = not self.ops or any(
             (isinstance(s, Assign) and isinstance(s.value, Call) and s.value.op in self.ops)
             or (isinstance(s, InPlace) and s.method in self.ops)
             for s in statements_in(program.body + tuple(t for h in program.helpers for t in h.body)))
+        return calls and all(FACTS[n](program) for n in self.needs)
+
+
+def updates_while_grad_off(program: Program) -> bool:
+    """Whether the function updates a tensor in place where grad is off: in a no_grad,
+    set_grad_enabled(False) or inference_mode region (or a `@torch.no_grad()` helper), or
+    after a plain grad-off call before it; or where it leaves the caller's mode as it is, in
+    a function that turns grad on elsewhere (`with torch.enable_grad(): t0 = op(w)` and then
+    `t0.sub_(b)`, called under no_grad). A signature lists constructs as a set: `inplace
+    torch.set_grad_enabled(False)` is also `b.sub_(a)` before the call, an update with grad on."""
+    helpers = {h.name: h for h in program.helpers}
+    enables = any(h.decorator == "enable_grad" for h in program.helpers) or any(
+        _mode_of(s) == "on" for s in statements_in(program.body + tuple(t for h in program.helpers for t in h.body)))
+
+    def walk(block, mode: str) -> tuple[str, bool]:
+        """(the mode after the block, whether it updates where grad is off); mode is "on",
+        "off", or "caller" (as the caller left it)."""
+        found = False
+        for s in block:
+            if isinstance(s, GradRegion):  # its exit restores the mode it was entered in
+                found |= walk(s.body, _mode_of(s))[1]
+            elif isinstance(s, SetGradMode):
+                mode = _mode_of(s)
+            elif isinstance(s, IfGradEnabled):
+                (then, a), (orelse, b) = walk(s.then, mode), walk(s.orelse, mode)
+                found |= a or b
+                mode = then if then == orelse else "caller"
+            elif isinstance(s, InPlace):
+                found |= mode == "off" or (mode == "caller" and enables)
+            elif isinstance(s, Assign) and isinstance(s.value, HelperCall) and s.value.helper in helpers:
+                helper = helpers[s.value.helper]
+                found |= walk(helper.body, "on" if helper.decorator == "enable_grad" else "off")[1]
+        return mode, found
+
+    return walk(program.body, "caller")[1]
+
+
+def _mode_of(s) -> str | None:
+    """The grad mode a region or a plain call sets ("on" or "off"); None for other statements."""
+    if isinstance(s, GradRegion):
+        return "on" if s.kind == "enable_grad" or (s.kind == "set_grad_enabled" and s.enabled) else "off"
+    if isinstance(s, SetGradMode):
+        return "on" if s.enabled else "off"
+    return None
+
+
+# Program facts a known issue may need (KnownIssue.needs), by the name the file uses.
+FACTS = {"an update while grad is off": updates_while_grad_off}
 
 
 def load(path: Path = PATH) -> list[KnownIssue]:
@@ -74,11 +130,15 @@ def load(path: Path = PATH) -> list[KnownIssue]:
                 notes=entry.get("notes", ""),
                 upstream=entry.get("upstream", ""),
                 ops=tuple(entry.get("ops", [])),
+                needs=tuple(entry.get("needs", [])),
             ))
         except (KeyError, serialize.BadProgram) as exc:
             raise BadKnownIssues(f"{path}: issue #{i + 1} is malformed: {exc}") from None
         if unknown := [op for op in issues[-1].ops if op not in OPS and op not in INPLACE]:
             raise BadKnownIssues(f"{path}: issue {issues[-1].id!r} names ops not in conformance/ops.py: {unknown}")
+        if unknown := [n for n in issues[-1].needs if n not in FACTS]:
+            raise BadKnownIssues(f"{path}: issue {issues[-1].id!r} needs facts conformance/known_issues.py does not "
+                                 f"know: {unknown} (known: {sorted(FACTS)})")
     ids = [k.id for k in issues]
     if len(set(ids)) != len(ids):
         raise BadKnownIssues(f"{path}: duplicate issue ids")

@@ -104,3 +104,57 @@ def test_an_issue_naming_an_op_the_catalogue_lacks_is_refused(tmp_path):
     (tmp_path / "k.toml").write_text(text)
     with pytest.raises(known_issues.BadKnownIssues, match="rellu"):
         known_issues.load(tmp_path / "k.toml")
+
+
+def _programs_updating():
+    """Programs that update a tensor that requires grad in place, with grad on or off there."""
+    from conformance.program import (Assign, Call, GradRegion, Helper, HelperCall, InPlace, Program, SetGradMode,
+                                     TensorInput)
+
+    ab = (TensorInput("a", (2,), requires_grad=True), TensorInput("b", (2,)))
+    update = InPlace("t0", "sub_", "b")
+    made = Assign("t0", Call("sin", ("a",)))
+    off = {
+        "in no_grad": (made, GradRegion("no_grad", (update,))),
+        "after a plain grad-off call": (made, SetGradMode("torch.set_grad_enabled", False), update),
+        "in the caller's mode, beside an enable_grad region":
+            (GradRegion("enable_grad", (made,)), update),
+        "in a @no_grad helper": (made, Assign("t1", HelperCall("helper0", ("t0", "b")))),
+    }
+    on = {
+        "before a plain grad-off call": (made, update, SetGradMode("torch.set_grad_enabled", False)),
+        "in enable_grad inside no_grad": (made, GradRegion("no_grad", (GradRegion("enable_grad", (update,)),))),
+        "in the caller's mode, with nothing turning grad on": (made, update),
+        "after a plain call turning it back on": (made, SetGradMode("torch._C._set_grad_enabled", False),
+                                                  SetGradMode("torch._C._set_grad_enabled", True), update),
+    }
+    helper = (Helper("helper0", "no_grad", ("p0", "p1"), (InPlace("p0", "sub_", "p1"),), "p0"),)
+    return {k: Program(ab, body, ("t0",), helper if "helper" in k[1] else ()) for k, body in
+            {**{("off", w): b for w, b in off.items()}, **{("on", w): b for w, b in on.items()}}.items()}
+
+
+def test_an_update_while_grad_is_off_is_told_from_one_with_grad_on():
+    for (mode, where), program in _programs_updating().items():
+        assert known_issues.updates_while_grad_off(program) == (mode == "off"), where
+
+
+def test_an_issue_that_needs_a_fact_is_only_a_program_that_has_it():
+    # `b.sub_(a)` and a plain `torch.set_grad_enabled(False)` have one set of constructs,
+    # whichever comes first: the update while grad is off is inplace-while-grad-off-drops-
+    # requires-grad, the one before it (grad on) inplace-from-grad-tensor-loses-autograd.
+    # Planted fault: the issue without its `needs` takes both.
+    off_issue = next(i for i in ISSUES if i.id == "inplace-while-grad-off-drops-requires-grad")
+    sig = "flags.requires_grad | eager True, backend False | first call @ inplace torch.set_grad_enabled(False)"
+    programs = _programs_updating()
+    after, before = programs["off", "after a plain grad-off call"], programs["on", "before a plain grad-off call"]
+    assert known_issues.classify(sig, "thunder", ISSUES, after) == off_issue
+    assert known_issues.classify(sig, "thunder", ISSUES, before).id == "inplace-from-grad-tensor-loses-autograd"
+    no_needs = [replace(i, needs=()) if i == off_issue else i for i in ISSUES]
+    assert known_issues.classify(sig, "thunder", no_needs, before).id == off_issue.id
+
+
+def test_an_issue_needing_a_fact_the_module_does_not_know_is_refused(tmp_path):
+    text = known_issues.PATH.read_text().replace('needs = ["an update while grad is off"]', 'needs = ["an update"]', 1)
+    (tmp_path / "k.toml").write_text(text)
+    with pytest.raises(known_issues.BadKnownIssues, match="an update"):
+        known_issues.load(tmp_path / "k.toml")
