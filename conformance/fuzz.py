@@ -45,7 +45,9 @@ class's repros need, and the 1st, 2nd, 4th, 8th... of the others. One class is o
 symptom, and one symptom can be two bugs; a second look that lands on another signature
 reports the other bug. A hit whose raw signature names a known issue that no repro shows
 tonight gets a look for that issue at once, while exploring too (unmet_issue); so does the
-first hit of a class found as a known issue whose shrink showed another (find_lost_issue). Workers
+first hit of a class found as a known issue whose shrink showed another (find_lost_issue), and
+a class first met while exploring behind others' mismatches, as a known issue no class shows
+yet (issue_behind): its shrink waits for theirs. Workers
 share what they shrank (ClassLog, through the parent): without it each worker, and each
 incarnation of one after a recycle, shrank every class again, at about 10 s a shrink. A
 hit of a class that is done, with a mismatch of a class not done behind its first one, is
