@@ -59,8 +59,13 @@ class KnownIssue:
         calls = not self.ops or any(
             (isinstance(s, Assign) and isinstance(s.value, Call) and s.value.op in self.ops)
             or (isinstance(s, InPlace) and s.method in self.ops)
-            for s in statements_in(program.body + tuple(t for h in program.helpers for t in h.body)))
+            for s in _statements(program))
         return calls and all(FACTS[n](program) for n in self.needs)
+
+
+def _statements(program: Program):
+    """The statements of the function and of the helpers it calls, nested ones included."""
+    return statements_in(program.body + tuple(t for h in program.helpers for t in h.body))
 
 
 def updates_while_grad_off(program: Program) -> bool:
@@ -72,7 +77,7 @@ def updates_while_grad_off(program: Program) -> bool:
     torch.set_grad_enabled(False)` is also `b.sub_(a)` before the call, an update with grad on."""
     helpers = {h.name: h for h in program.helpers}
     enables = any(h.decorator == "enable_grad" for h in program.helpers) or any(
-        _mode_of(s) == "on" for s in statements_in(program.body + tuple(t for h in program.helpers for t in h.body)))
+        _mode_of(s) == "on" for s in _statements(program))
 
     def walk(block, mode: str) -> tuple[str, bool]:
         """(the mode after the block, whether it updates where grad is off); mode is "on",
