@@ -92,8 +92,8 @@ class FuzzConfig:
     example_timeout: float = 60.0
     shrinks_per_class: int = 3
     # Half: nights 62-64 explored 0.75 and 0.65 of the night (with SHRINK_ESTIMATE
-    # 20), 386-444 s of new programs a worker instead of 296, and hit 24, 22 and 22 issues
-    # where the same seeds at 0.5 hit 22 and 23, and 0.75 left three issues' repros raw:
+    # 20), 386-444 s of new programs a worker instead of 296, and hit 25, 23 and 23 of 28
+    # issues where the same seeds at 0.5 hit 23 and 24, and 0.75 left three issues' repros raw:
     # shrinking finds issues too (a raw program often classifies as another issue until it
     # is shrunk; the shrinker's candidates meet size-0 bugs).
     explore: float = 0.5
