@@ -208,6 +208,11 @@ class ClassLog:
         pending = [k for k, i in self.issue.items() if i == issue and not self.shrinks[k]]
         return bool(pending) and key != min(pending, key=lambda k: self.found[k])
 
+    def met(self) -> set[str]:
+        """The known issues met tonight: with a repro, or found as a class not shrunk yet (a
+        shrink keeps the class, not the issue, so the repro may show another issue of it)."""
+        return self.repro_of | {i for k, i in self.issue.items() if not self.shrinks[k]}
+
     def lost(self, key: str) -> str | None:
         """The known issue the class was found as (its first hit classified so), where no repro
         shows that issue tonight though the class was shrunk: to another issue, or only behind
@@ -596,9 +601,7 @@ def worker_main(cfg: FuzzConfig, wid: int, incarnation: int, messages, stop, sta
         rarely names an issue whose patterns list its constructs (`... @ enable_grad`): it
         carries others that shrinking would delete (nights 37-39 missed that issue). Matching
         a hit costs no run; the look, a last pass, seconds."""
-        # Met: with a repro tonight, or found as a class not shrunk yet (a shrink keeps the
-        # class, not the issue, so the repro may show another issue of the class).
-        met = log.repro_of | {i for k, i in log.issue.items() if not log.shrinks[k]}
+        met = log.met()
         open_issues = [i for i in issues if i.id not in met and issue_looks[i.id] < ISSUE_LOOKS
                        and i.applies_to(backend.name)]
         for m in result.mismatches:
@@ -626,8 +629,7 @@ def worker_main(cfg: FuzzConfig, wid: int, incarnation: int, messages, stop, sta
             return None
         known = known_issues.classify(signature(result.mismatches[0], result.program, result.schedule),
                                       backend.name, issues, result.program)
-        met = log.repro_of | {i for k, i in log.issue.items() if not log.shrinks[k]}
-        if known is None or known.id in met or issue_looks[known.id] >= ISSUE_LOOKS:
+        if known is None or known.id in log.met() or issue_looks[known.id] >= ISSUE_LOOKS:
             return None
         return known
 
