@@ -233,14 +233,15 @@ def test_a_class_shrunk_to_another_issue_than_its_first_hit_gets_a_look_for_that
     # A class is one symptom: found as one known issue (its first hit classified so), it can
     # shrink to another of the same symptom. The issue it was found as then has no repro;
     # its first hit gets a look for it, in the replay that shrank the class (nights 48-53
-    # lost seven issues found while exploring so). Seed 2 (3 before inputs drew non-finite
-    # values): the class is found as the enable_grad bug and shrinks to the in-place one.
+    # lost seven issues found while exploring so). Seed 1 (2 before half the examples were
+    # small, 3 before inputs drew non-finite values): the class is found as the enable_grad
+    # bug and shrinks to the in-place one.
     # Fails on the code before (checked):
     # looks for an issue came only at later hits, never in a replay.
     known = _two_known_bugs(tmp_path)
     folder = tmp_path / "night"
     proc = fuzz("--backend", "tests.fake_backends:two_bugs_one_symptom", "--seconds", "60", "--workers", "1",
-                "--shrink-seconds", "5", "--report-dir", str(folder), "--seed", "2", "--known-issues", str(known))
+                "--shrink-seconds", "5", "--report-dir", str(folder), "--seed", "1", "--known-issues", str(known))
     assert proc.returncode in (0, 1), proc.stdout + proc.stderr
     cls = "flags.requires_grad | eager True, backend False | first call"
     events = [e for e in json.loads((folder / "findings" / "classes.json").read_text()) if e["class"] == cls]
@@ -567,4 +568,5 @@ def test_a_known_issue_first_met_behind_another_class_gets_a_look_while_explorin
     assert any(e["during"] == "explore" and e["issue"] == "consequence" for e in looks), looks
     assert "consequence" in {m["known_issue"] for m in summary(folder)["mismatches"]}
     seconds = summary(folder)["workers"][0]["seconds"]
-    assert seconds.get("looks for an issue found behind others", 0) > 0, seconds
+    # Counted under its own name (small programs' looks can round to 0.0 s).
+    assert "looks for an issue found behind others" in seconds, seconds
