@@ -111,8 +111,18 @@ def _mode_of(s) -> str | None:
     return None
 
 
+def multiplies_a_computed_value_in_place(program: Program) -> bool:
+    """Whether the function (or a helper) calls `t.mul_(x)` on a value it computed (bound by
+    an assignment), not on an input or a parameter: its signature, `gradients.value | ... @
+    inplace`, is also that of an input's update losing its graph."""
+    statements = list(_statements(program))
+    computed = {s.target for s in statements if isinstance(s, Assign)}
+    return any(isinstance(s, InPlace) and s.method == "mul_" and s.target in computed for s in statements)
+
+
 # Program facts a known issue may need (KnownIssue.needs), by the name the file uses.
-FACTS = {"an update while grad is off": updates_while_grad_off}
+FACTS = {"an update while grad is off": updates_while_grad_off,
+         "a computed value multiplied in place": multiplies_a_computed_value_in_place}
 
 
 def load(path: Path = PATH) -> list[KnownIssue]:
@@ -152,18 +162,20 @@ def load(path: Path = PATH) -> list[KnownIssue]:
 
 def classify(sig: str, backend_name: str, issues: list[KnownIssue],
              program: Program | None = None) -> KnownIssue | None:
-    """The known issue whose most specific pattern matches `sig`, the first in the file on a tie,
-    among those the program (where given) may be (KnownIssue.may_be: it calls one of their ops).
+    """The known issue whose most specific pattern matches `sig`, among those the program
+    (where given) may be (KnownIssue.may_be: it calls one of their ops and has the facts they
+    need); on a tie of patterns, the issue that asks more of the program (ops, facts), then
+    the first in the file.
 
     The most specific one, not the first: a broad pattern (`exceptions.backend raised during
     backward | *`) would otherwise claim the findings of a narrower issue listed after it
     (`*A view was created in no_grad mode*`), and that issue would never be reported as hit."""
-    best, best_score = None, -1
+    best, best_score = None, (-1, -1)
     for issue in issues:
         if not issue.applies_to(backend_name) or not issue.may_be(program):
             continue
         for pattern in issue.signatures:
-            score = _specificity(pattern)
+            score = (_specificity(pattern), bool(issue.ops) + len(issue.needs) if program is not None else 0)
             if score > best_score and matches(sig, [pattern]):
                 best, best_score = issue, score
     return best

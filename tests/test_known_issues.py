@@ -158,3 +158,27 @@ def test_an_issue_needing_a_fact_the_module_does_not_know_is_refused(tmp_path):
     (tmp_path / "k.toml").write_text(text)
     with pytest.raises(known_issues.BadKnownIssues, match="an update"):
         known_issues.load(tmp_path / "k.toml")
+
+
+def test_a_mul_of_a_computed_value_in_place_is_told_from_an_input_updated_so():
+    # One signature, `gradients.value | first call @ inplace`, two bugs: `t0.mul_(b)` of a
+    # value the function computed (thunder's backward reads the updated t0), and an input
+    # updated by a tensor that requires grad (its graph is lost). On a tie of patterns, the
+    # issue that asks more of the program (ops, a fact) wins, and the file's order only
+    # between equals. Planted faults: without the fact, the input's update goes to the mul_
+    # issue; without its ops and fact, the file's order gives the mul_ program to the other.
+    from conformance.program import Assign, Call, InPlace, Program, TensorInput
+
+    ab = (TensorInput("a", ()), TensorInput("b", (), requires_grad=True))
+    computed = Program(ab, (Assign("t0", Call("mul_scalar", ("a",))), InPlace("t0", "mul_", "b")), ("t0",))
+    input_updated = Program(ab, (InPlace("a", "mul_", "b"),), ("a", "b"))
+    assert known_issues.multiplies_a_computed_value_in_place(computed)
+    assert not known_issues.multiplies_a_computed_value_in_place(input_updated)
+    sig = "gradients.value | first call @ inplace"
+    mul_id, input_id = "inplace-mul-backward-reads-updated-target", "inplace-from-grad-tensor-loses-autograd"
+    assert known_issues.classify(sig, "thunder", ISSUES, computed).id == mul_id
+    assert known_issues.classify(sig, "thunder", ISSUES, input_updated).id == input_id
+    no_needs = [replace(i, needs=()) if i.id == mul_id else i for i in ISSUES]
+    assert known_issues.classify(sig, "thunder", no_needs, input_updated).id == mul_id
+    asks_nothing = [replace(i, needs=(), ops=()) if i.id == mul_id else i for i in ISSUES]
+    assert known_issues.classify(sig, "thunder", asks_nothing, computed).id == input_id
