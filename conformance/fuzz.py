@@ -98,6 +98,7 @@ class FuzzConfig:
     # is shrunk; the shrinker's candidates meet size-0 bugs).
     explore: float = 0.5
     keep_saturated: bool = False
+    sweep: bool = True  # every one-op program over a small domain first (generators.sweep)
     reductions_per_class: int = 8
     shrink_seconds: float = 60.0
     recycle_after: int = 2000
@@ -314,6 +315,7 @@ def worker_main(cfg: FuzzConfig, wid: int, incarnation: int, messages, stop, sta
     from conformance.program import constructs, count_statements
     from conformance.report.records import record_of, save
     from conformance.report.signatures import signature
+    from conformance.generators.sweep import single_op_examples
     from conformance.saturation import Saturation
     from conformance.serialize import decode, encode
     from conformance.shrinking import Budget, Memo, shrink_budget
@@ -352,6 +354,13 @@ def worker_main(cfg: FuzzConfig, wid: int, incarnation: int, messages, stop, sta
     avoid: frozenset[str] = frozenset()  # saturated constructs the running chunk does not draw
     announced: dict[str, int] = {}  # saturated constructs (reported to the parent): programs then
     last_beat = 0.0
+
+    def hung(program, schedule) -> Result:
+        from conformance.program import render
+
+        return Result(program, schedule, render(program), SideOutcome("eager"), SideOutcome(backend.name),
+                      [Mismatch("hang", "example timed out", "the whole example", "returned",
+                                f"still running after {cfg.example_timeout:g} s")])
 
     def beat(force=False):
         nonlocal last_beat
@@ -392,12 +401,7 @@ def worker_main(cfg: FuzzConfig, wid: int, incarnation: int, messages, stop, sta
             if fresh:
                 seen.update(constructs(program) or {"plain ops"})
         except ExampleTimeout:
-            result = Result(program, schedule, "", SideOutcome("eager"), SideOutcome(backend.name),
-                            [Mismatch("hang", "example timed out", "the whole example", "returned",
-                                      f"still running after {cfg.example_timeout:g} s")])
-            from conformance.program import render
-
-            result.source = render(program)
+            result = hung(program, schedule)
         finally:
             signal.setitimer(signal.ITIMER_REAL, 0)
         first = result.mismatches[0] if result.mismatches else None
@@ -677,9 +681,38 @@ def worker_main(cfg: FuzzConfig, wid: int, incarnation: int, messages, stop, sta
             record(finding, key, run.misses, time.time() - start)
         spent["replaying the baseline"] += time.time() - t0
 
+    def sweep(share) -> None:
+        """This worker's share of the one-op programs (generators.sweep), before it explores.
+        Each has one statement, so a class it shows is recorded as shrunk; a later program of
+        a class shrunk before is recorded only where it names another known issue or none
+        (one symptom can be two bugs). A hang is reported as one. Only a worker's first
+        incarnation sweeps: a recycled or restarted one goes on with the night."""
+        t0 = time.time()
+        kept: set[tuple[str, str | None]] = set()
+        for program, schedule in share:
+            if over():
+                break
+            beat()
+            write_atomic(current, json.dumps({"program": encode(program), "schedule": encode(schedule)}))
+            result = timed_run(program, backend, schedule) or hung(program, schedule)
+            if not result.mismatches:
+                continue
+            key = class_key(result.mismatches[0])
+            finding = finding_of(result, backend.name, issues)
+            issue = finding.known.id if finding.known else None
+            if (key, issue) in kept or (done(key) and issue is not None and issue in log.met()):
+                later[key] += 1
+                continue
+            kept.add((key, issue))
+            note(key, "shrink", program, issue=issue)
+            record(finding, key, run.misses, time.time() - start)
+        spent["sweeping one-op programs"] += time.time() - t0
+
     prop._hypothesis_internal_add_digest = f"fuzz:{backend.name}".encode()
     if cfg.baseline is not None and incarnation == 0:
         replay_baseline(load_baseline(cfg.baseline)["mismatches"][wid::cfg.workers])
+    if cfg.sweep and incarnation == 0:
+        sweep(single_op_examples()[wid::cfg.workers])
     chunk = 0
     replayed: set[str] = set()  # classes this incarnation replayed to shrink them
     reused = incarnation > 0  # replaying the database once per worker is enough

@@ -17,7 +17,10 @@ from conformance import fuzz as fuzz_mod
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def fuzz(*args, timeout=180):
+def fuzz(*args, timeout=180, sweep=False):
+    # Without the sweep of one-op programs, unless a test is about it: the other fake nights'
+    # scenarios are drawn by Hypothesis, and a sweep first would find some of their bugs.
+    args += () if sweep else ("--no-sweep",)
     return subprocess.run([sys.executable, "-m", "conformance", "fuzz", *args], cwd=ROOT, capture_output=True,
                           text=True, timeout=timeout)
 
@@ -570,3 +573,22 @@ def test_a_known_issue_first_met_behind_another_class_gets_a_look_while_explorin
     seconds = summary(folder)["workers"][0]["seconds"]
     # Counted under its own name (small programs' looks can round to 0.0 s).
     assert "looks for an issue found behind others" in seconds, seconds
+
+
+def test_a_night_first_sweeps_the_one_op_programs(tmp_path):
+    # one_op_bug's bug shows only in a function that does nothing but relu of a NaN: one
+    # point of the sweep's domain, and a program that random draws seldom make.
+    def night(folder, sweep):
+        proc = fuzz("--backend", "tests.fake_backends:one_op_bug", "--seconds", "30", "--workers", "2",
+                    "--shrink-seconds", "2", "--report-dir", str(folder), "--seed", "1", sweep=sweep)
+        assert proc.returncode in (0, 1), proc.stdout + proc.stderr
+        return summary(folder)
+
+    swept = night(tmp_path / "sweep", sweep=True)
+    (found,) = [m for m in swept["mismatches"] if m["oracle"] == "outputs"]
+    source = (tmp_path / "sweep" / found["repro"]).read_text()
+    assert found["statements"] == 2 and "t0 = torch.relu(a)" in source, source  # the op and its return
+    assert found["found_after_seconds"] < 25, found
+    assert all("sweeping one-op programs" in w["seconds"] for w in swept["workers"]), swept["workers"]
+    # Planted fault: without the sweep, the same night's random programs do not meet it.
+    assert not [m for m in night(tmp_path / "no-sweep", sweep=False)["mismatches"] if m["oracle"] == "outputs"]

@@ -133,3 +133,20 @@ def test_workers_records_merge_to_the_smallest_program(tmp_path):
     save(small, tmp_path, "gw1")
     (merged,) = merge(tmp_path)
     assert merged["statements"] == small["statements"] and merged["hits"] == 3
+
+
+def test_of_two_records_of_one_signature_the_one_of_no_known_issue_is_kept(tmp_path):
+    # One signature can be two bugs (every one-op program of the sweep is `@ plain ops`): a
+    # new one must not be reported as the known one beside it, even from a larger program.
+    # Planted fault: both known, and the smaller program is kept.
+    from conformance.report.records import merge
+
+    small = dict(record_for(PROGRAM, "conformance.backends.faulty:perturbs_outputs"), known="some-issue")
+    new = dict(small, known=None, statements=small["statements"] + 2, source=small["source"] + "# more\n")
+    save(small, tmp_path / "a", "gw0")
+    save(new, tmp_path / "a", "gw1")
+    (merged,) = merge(tmp_path / "a")
+    assert merged["known"] is None and merged["hits"] == 2
+    save(small, tmp_path / "b", "gw0")
+    save(dict(new, known="other-issue"), tmp_path / "b", "gw1")
+    assert merge(tmp_path / "b")[0]["known"] == "some-issue"

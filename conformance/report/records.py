@@ -86,7 +86,10 @@ def save(record: dict, folder: Path, worker: str) -> Path:
 
 
 def merge_pair(a: dict, b: dict) -> dict:
-    keep = dict(min(a, b, key=lambda r: (r["statements"], len(r["source"]))))
+    # One signature can be two bugs, one of them known and one not (every one-op program of
+    # the sweep is `@ plain ops`): the program of no known issue is kept, so that a new bug
+    # is never reported as the known one beside it.
+    keep = dict(min(a, b, key=lambda r: (r.get("known") is not None, r["statements"], len(r["source"]))))
     keep["hits"] = a.get("hits", 1) + b.get("hits", 1)
     for key in ("found_after_examples", "found_after_seconds"):
         vals = [r[key] for r in (a, b) if r.get(key) is not None]

@@ -1,0 +1,74 @@
+"""The sweep of one-op programs (generators.sweep) and the small examples (suite.examples)."""
+
+from hypothesis import given, settings
+
+from conformance import suite
+from conformance.backends import get
+from conformance.check import run_example
+from conformance.generators.sweep import single_op_examples, single_op_programs
+from conformance.program import Assign, Call, render_body
+
+
+def test_the_sweep_has_one_op_per_program_on_float_inputs_that_require_grad():
+    programs = single_op_programs()
+    assert len(programs) == len(set(programs)) > 500
+    for p in programs:
+        (statement,) = p.body
+        assert isinstance(statement, Assign) and isinstance(statement.value, Call), p
+        assert p.returns == ("t0",) and all(i.dtype == "float32" and i.requires_grad for i in p.inputs), p
+
+
+def test_the_sweep_holds_the_one_op_points_that_random_programs_seldom_make():
+    def has(source, *inputs):
+        return any(render_body(p).startswith(source) and [(i.shape, i.special) for i in p.inputs] == list(inputs)
+                   for p in single_op_programs())
+
+    assert has("t0 = a @ b", ((1,), ""), ((1, 3), ""))  # matmul-size-one-vector-backward-grad-shape
+    assert has("t0 = a[:1]", ((3, 0), ""))  # slice-backward-pads-size-zero-dim
+    assert has("t0 = torch.relu(a)", ((3,), "nan"))  # relu-of-nan-is-zero-with-grad
+    assert has("t0 = a @ b", ((2, 0, 3), ""), ((3, 1), ""))  # a batched matmul with a size-0 dim
+    # Planted fault: a point outside the domain is not there.
+    assert not has("t0 = a @ b", ((4,), ""), ((4, 3), ""))
+
+
+def test_no_one_op_program_mismatches_on_eager_itself():
+    # The sweep's values (NaN, infinities, empty tensors) must not make a false alarm.
+    eager = get("eager")
+    found = [(render_body(p), p.inputs) for p, schedule in single_op_examples()
+             if run_example(p, eager, schedule).mismatches]
+    assert not found, found[:3]
+
+
+def _limits(monkeypatch, examples=200):
+    """The limits examples() drew each program and schedule under: (max_depth, max_statements,
+    max_calls) of each of 200 examples."""
+    drawn = []
+    programs, schedules = suite.programs, suite.schedules
+
+    def recording_programs(*args, **limits):
+        drawn.append([limits["max_depth"], limits["max_statements"]])
+        return programs(*args, **limits)
+
+    def recording_schedules(n_inputs, max_calls):
+        drawn[-1].append(max_calls)
+        return schedules(n_inputs, max_calls)
+
+    monkeypatch.setattr(suite, "programs", recording_programs)
+    monkeypatch.setattr(suite, "schedules", recording_schedules)
+
+    @settings(max_examples=examples, database=None)
+    @given(suite.examples())
+    def draw(example):
+        pass
+
+    draw()
+    return [tuple(x) for x in drawn if len(x) == 3]  # (a draw that overran has no schedule)
+
+
+def test_half_the_examples_are_small(monkeypatch):
+    limits = _limits(monkeypatch)
+    small = limits.count((1, 3, 3))
+    assert small + limits.count((3, 4, 6)) == len(limits) and 0.3 < small / len(limits) < 0.7, limits
+    # Planted fault: every example full-size.
+    monkeypatch.setattr(suite, "SCOPES", ("full",))
+    assert (1, 3, 3) not in _limits(monkeypatch)
