@@ -135,18 +135,23 @@ def test_workers_records_merge_to_the_smallest_program(tmp_path):
     assert merged["statements"] == small["statements"] and merged["hits"] == 3
 
 
-def test_of_two_records_of_one_signature_the_one_of_no_known_issue_is_kept(tmp_path):
-    # One signature can be two bugs (every one-op program of the sweep is `@ plain ops`): a
-    # new one must not be reported as the known one beside it, even from a larger program.
-    # Planted fault: both known, and the smaller program is kept.
+def test_records_of_one_signature_and_two_bugs_are_both_kept(tmp_path):
+    # One signature can be two bugs (every one-op program of the sweep is `@ plain ops`):
+    # records merge per signature and known issue, so a new bug is never merged into the
+    # known one beside it, nor one known issue into another. Planted fault: the same issue
+    # twice, and the two merge.
     from conformance.report.records import merge
+    from conformance.report.write import write_run
 
     small = dict(record_for(PROGRAM, "conformance.backends.faulty:perturbs_outputs"), known="some-issue")
     new = dict(small, known=None, statements=small["statements"] + 2, source=small["source"] + "# more\n")
-    save(small, tmp_path / "a", "gw0")
-    save(new, tmp_path / "a", "gw1")
-    (merged,) = merge(tmp_path / "a")
-    assert merged["known"] is None and merged["hits"] == 2
-    save(small, tmp_path / "b", "gw0")
-    save(dict(new, known="other-issue"), tmp_path / "b", "gw1")
-    assert merge(tmp_path / "b")[0]["known"] == "some-issue"
+    for rec, worker in ((small, "gw0"), (new, "gw1"), (dict(small, known="other-issue"), "gw1")):
+        save(rec, tmp_path / "run" / "findings", worker)
+    merged = merge(tmp_path / "run" / "findings")
+    assert sorted(str(r["known"]) for r in merged) == ["None", "other-issue", "some-issue"]
+    write_run(tmp_path / "run", backend_name="faulty", seed=1, command="c", examples=3, seconds=1.0)
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert len({m["repro"] for m in summary["mismatches"]}) == 3  # a folder each
+    save(small, tmp_path / "same", "gw0")
+    save(small, tmp_path / "same", "gw1")
+    assert len(merge(tmp_path / "same")) == 1

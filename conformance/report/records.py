@@ -77,8 +77,8 @@ def write_atomic(path: Path, text: str) -> None:
 def save(record: dict, folder: Path, worker: str) -> Path:
     from conformance.report.signatures import slug
 
-    path = folder / f"{slug(record['signature'])}.{worker}.json"
-    if path.exists():  # the same worker found the same signature again: keep the smaller
+    path = folder / f"{slug(record['signature'], record.get('known'))}.{worker}.json"
+    if path.exists():  # the same worker found the same bug again: keep the smaller
         old = json.loads(path.read_text())
         record = merge_pair(old, record)
     write_atomic(path, json.dumps(record, indent=1))
@@ -86,10 +86,7 @@ def save(record: dict, folder: Path, worker: str) -> Path:
 
 
 def merge_pair(a: dict, b: dict) -> dict:
-    # One signature can be two bugs, one of them known and one not (every one-op program of
-    # the sweep is `@ plain ops`): the program of no known issue is kept, so that a new bug
-    # is never reported as the known one beside it.
-    keep = dict(min(a, b, key=lambda r: (r.get("known") is not None, r["statements"], len(r["source"]))))
+    keep = dict(min(a, b, key=lambda r: (r["statements"], len(r["source"]))))
     keep["hits"] = a.get("hits", 1) + b.get("hits", 1)
     for key in ("found_after_examples", "found_after_seconds"):
         vals = [r[key] for r in (a, b) if r.get(key) is not None]
@@ -98,7 +95,10 @@ def merge_pair(a: dict, b: dict) -> dict:
 
 
 def merge(folder: Path) -> list[dict]:
-    """All records under folder, one per signature: the smallest program, hits summed. A raw
+    """All records under folder, one per signature and known issue (one signature can be two
+    bugs: every one-op program of the sweep is `@ plain ops`, and sigmoid's, clamp's and a
+    broadcast's gradient bugs are all `gradients.value | first call @ plain ops`): the
+    smallest program, hits summed. A raw
     record (saved before shrinking, `shrunk: false`) counts only where no shrunk record of
     its class exists: then shrinking never finished, and the raw one is all there is."""
     records = _merge_all(folder)
@@ -107,7 +107,7 @@ def merge(folder: Path) -> list[dict]:
 
 
 def _merge_all(folder: Path) -> list[dict]:
-    by_sig: dict[str, dict] = {}
+    by_sig: dict[tuple[str, str | None], dict] = {}
     for path in sorted(folder.glob("**/*.json")):
         try:
             rec = json.loads(path.read_text())
@@ -115,6 +115,6 @@ def _merge_all(folder: Path) -> list[dict]:
             continue  # a torn file cannot happen with write_atomic; a foreign one is skipped
         if "signature" not in rec:
             continue
-        sig = rec["signature"]
+        sig = rec["signature"], rec.get("known")
         by_sig[sig] = merge_pair(by_sig[sig], rec) if sig in by_sig else rec
     return sorted(by_sig.values(), key=lambda r: (r["known"] is not None, r["oracle"], r["signature"]))

@@ -32,10 +32,12 @@ def signature(m: Mismatch, program: Program, schedule: Schedule) -> str:
     return f"{key} @ {used}"
 
 
-def slug(sig: str) -> str:
-    """A folder name for a signature: readable prefix, hash for uniqueness."""
+def slug(sig: str, known: str | None = None) -> str:
+    """A folder name for a signature and the known issue its program was classified as (one
+    signature can be two bugs): readable prefix, hash for uniqueness."""
     head = "".join(c if c.isalnum() else "-" for c in sig.split(" | ")[0]).strip("-")
-    return f"{head[:48]}-{hashlib.sha1(sig.encode()).hexdigest()[:8]}"
+    key = sig if known is None else f"{sig}\n{known}"
+    return f"{head[:48]}-{hashlib.sha1(key.encode()).hexdigest()[:8]}"
 
 
 def matches(sig: str, patterns: list[str]) -> bool:

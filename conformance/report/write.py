@@ -29,7 +29,7 @@ def _css() -> str:
 
 def write_signature(folder: Path, record: dict) -> dict:
     """Write <slug>/repro.py and <slug>/report.html; return the summary.json entry."""
-    name = slug(record["signature"])
+    name = slug(record["signature"], record.get("known"))
     repro = render_repro(record)
     write_atomic(folder / name / "repro.py", repro)
     formatter = HtmlFormatter(nowrap=False)
