@@ -473,17 +473,19 @@ def test_a_night_explores_first_and_shrinks_what_it_found_after(tmp_path, backen
 def test_a_construct_whose_programs_end_in_an_exception_found_before_is_no_longer_drawn(tmp_path):
     # A backend that rejects requires_grad_() (as thunder does): once nearly every program
     # with it ended in that exception, found before, new programs are drawn without it.
-    # Planted fault: --keep-saturated draws it all night.
+    # Planted fault: --keep-saturated draws it all night. Seed 1, 40 s: with half the examples
+    # small, fewer programs call requires_grad_(), and seed 2's 20 s no longer saturated it
+    # (seeds 1, 3-5 did at 14-16 s, four nights at once).
     def night(folder, *extra):
-        proc = fuzz("--backend", "tests.fake_backends:rejects_requires_grad_method", "--seconds", "20",
-                    "--shrink-seconds", "2", "--report-dir", str(folder), "--seed", "2", *extra)
+        proc = fuzz("--backend", "tests.fake_backends:rejects_requires_grad_method", "--seconds", "40",
+                    "--shrink-seconds", "2", "--report-dir", str(folder), "--seed", "1", *extra)
         assert proc.returncode == 1, proc.stdout + proc.stderr
         return summary(folder)["saturated_constructs"]
 
     saturated = night(tmp_path / "filtered")
     assert set(saturated) == {"requires_grad_"}, saturated
     why = saturated["requires_grad_"]
-    assert why["programs"] >= 30 and why["stopped"] >= 0.85 * why["programs"] and why["seconds"] < 20, why
+    assert why["programs"] >= 30 and why["stopped"] >= 0.85 * why["programs"] and why["seconds"] < 40, why
     assert why["drawn_after"] == 0, why
     kept = night(tmp_path / "kept", "--keep-saturated")["requires_grad_"]
     assert kept["drawn_after"] >= 10, kept
