@@ -170,8 +170,9 @@ def test_a_second_look_tells_two_bugs_of_one_symptom_apart(tmp_path):
     def bugs_per_class(folder, *extra) -> dict[str, set[str]]:
         # --explore 0: second looks at later hits of a class shrunk as found (a night's fuzzing
         # part); 30 s leave no time for them after an exploring part, and with programs that
-        # return more values (more classes to shrink) 30 s of fuzzing left 2 s for new programs
-        proc = fuzz("--backend", "tests.fake_backends:two_bugs_one_symptom", "--seconds", "60", "--workers", "1",
+        # return more values (more classes to shrink) 30 s of fuzzing left 2 s for new programs;
+        # with half the examples small, a fresh-clone CI's 60 s gave no class both bugs: 90 s
+        proc = fuzz("--backend", "tests.fake_backends:two_bugs_one_symptom", "--seconds", "90", "--workers", "1",
                     "--explore", "0", "--shrink-seconds", "5", "--report-dir", str(folder), "--seed", "2", *extra)
         assert proc.returncode == 1, proc.stdout + proc.stderr
         found: dict[str, set[str]] = {}
