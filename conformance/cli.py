@@ -96,6 +96,9 @@ def build_parser() -> argparse.ArgumentParser:
     fz.add_argument("--no-sweep", dest="sweep", action="store_false",
                     help="skip the one-op programs that each night runs first, every op on a few small shapes "
                          "and non-finite values (conformance/generators/sweep.py)")
+    fz.add_argument("--no-small-examples", dest="small_examples", action="store_false",
+                    help="draw every example full-size (by default half are small: regions one level deep, "
+                         "3 statements a block, 3 calls)")
     fz.add_argument("--shrinks-per-class", type=_positive_int, default=3,
                     help="shrink each mismatch class at most this often in all workers (default 3)")
     fz.add_argument("--reductions-per-class", type=_count, default=8,
@@ -200,7 +203,7 @@ def cmd_fuzz(args) -> int:
         known_issues=args.known_issues, chunk=args.chunk,
         example_timeout=args.example_timeout, explore=args.explore, shrinks_per_class=args.shrinks_per_class,
         reductions_per_class=args.reductions_per_class, keep_saturated=args.keep_saturated,
-        sweep=args.sweep,
+        sweep=args.sweep, small_examples=args.small_examples,
         shrink_seconds=args.shrink_seconds,
         recycle_after=args.recycle_after, max_rss_mb=args.max_rss_mb,
         command="python -m conformance " + " ".join(sys.argv[1:]),

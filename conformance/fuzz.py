@@ -99,6 +99,7 @@ class FuzzConfig:
     explore: float = 0.5
     keep_saturated: bool = False
     sweep: bool = True  # every one-op program over a small domain first (generators.sweep)
+    small_examples: bool = True  # half the examples small (suite.examples)
     reductions_per_class: int = 8
     shrink_seconds: float = 60.0
     recycle_after: int = 2000
@@ -747,7 +748,7 @@ def worker_main(cfg: FuzzConfig, wid: int, incarnation: int, messages, stop, sta
             s = settings(max_examples=cfg.chunk, database=night_db if mode == "explore" else db, phases=phases)
         s = settings(s, deadline=None, derandomize=False, report_multiple_bugs=True, print_blob=False,
                      suppress_health_check=list(HealthCheck))
-        strategy = examples()
+        strategy = examples(small=cfg.small_examples)
         for c in sorted(saturation.saturated() - set(announced)):
             announced[c] = saturation.used[c]
             messages.put(("saturated", wid, c, {"seconds": round(time.time() - start, 1), **saturation.why(c)}))
