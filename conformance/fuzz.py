@@ -313,10 +313,10 @@ def worker_main(cfg: FuzzConfig, wid: int, incarnation: int, messages, stop, sta
     from conformance.check import Result, raise_for, run_example
     from conformance.oracles.mismatch import Mismatch, class_key
     from conformance.outcome import SideOutcome
-    from conformance.program import constructs, count_statements
+    from conformance.generators.sweep import single_op_examples
+    from conformance.program import constructs, count_statements, render
     from conformance.report.records import record_of, save
     from conformance.report.signatures import signature
-    from conformance.generators.sweep import single_op_examples
     from conformance.saturation import Saturation
     from conformance.serialize import decode, encode
     from conformance.shrinking import Budget, Memo, shrink_budget
@@ -357,8 +357,6 @@ def worker_main(cfg: FuzzConfig, wid: int, incarnation: int, messages, stop, sta
     last_beat = 0.0
 
     def hung(program, schedule) -> Result:
-        from conformance.program import render
-
         return Result(program, schedule, render(program), SideOutcome("eager"), SideOutcome(backend.name),
                       [Mismatch("hang", "example timed out", "the whole example", "returned",
                                 f"still running after {cfg.example_timeout:g} s")])

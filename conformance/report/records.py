@@ -107,7 +107,7 @@ def merge(folder: Path) -> list[dict]:
 
 
 def _merge_all(folder: Path) -> list[dict]:
-    by_sig: dict[tuple[str, str | None], dict] = {}
+    by_bug: dict[tuple[str, str | None], dict] = {}  # (signature, known issue)
     for path in sorted(folder.glob("**/*.json")):
         try:
             rec = json.loads(path.read_text())
@@ -115,6 +115,6 @@ def _merge_all(folder: Path) -> list[dict]:
             continue  # a torn file cannot happen with write_atomic; a foreign one is skipped
         if "signature" not in rec:
             continue
-        sig = rec["signature"], rec.get("known")
-        by_sig[sig] = merge_pair(by_sig[sig], rec) if sig in by_sig else rec
-    return sorted(by_sig.values(), key=lambda r: (r["known"] is not None, r["oracle"], r["signature"]))
+        bug = rec["signature"], rec.get("known")
+        by_bug[bug] = merge_pair(by_bug[bug], rec) if bug in by_bug else rec
+    return sorted(by_bug.values(), key=lambda r: (r["known"] is not None, r["oracle"], r["signature"]))
