@@ -1,5 +1,6 @@
 """Fast fake backends for the harness's tests: one that hangs, one that kills its process,
-one with two bugs that show the same symptom, one whose first bug hides a second, one whose
+one with two bugs that show the same symptom (and one with only the second of them), one
+whose first bug hides a second, one whose
 first bug hides a consequence of it, two that get eager's errors wrong, one that rejects
 a construct outright, one whose bug fresh draws almost never show, and one whose bug only a
 one-op program shows."""
@@ -34,14 +35,24 @@ class TwoBugsOneSymptom(_Wrapping):
 
     fault = "detaches outputs after enable_grad or an in-place op"
 
+    triggers = {"enable_grad", "add_", "mul_", "sub_", "copy_"}
+
     def call(self, fn, args, compiled):
         out = fn(*args)
         code = fn.__code__ if hasattr(fn, "__code__") else fn.forward.__code__
         names = set(code.co_names)
-        if names & {"enable_grad", "add_", "mul_", "sub_", "copy_"}:
+        if names & self.triggers:
             detach = lambda x: x.detach() if isinstance(x, torch.Tensor) else x  # noqa: E731
             out = tuple(map(detach, out)) if isinstance(out, tuple) else detach(out)
         return out
+
+
+class InplaceBugOnly(TwoBugsOneSymptom):
+    """TwoBugsOneSymptom without its enable_grad bug: a program found with both constructs,
+    classified as the enable_grad issue, shrinks to the in-place one whatever its budget."""
+
+    fault = "detaches outputs after an in-place op"
+    triggers = {"add_", "mul_", "sub_", "copy_"}
 
 
 class HidesABug(_Wrapping):
@@ -170,6 +181,7 @@ class DefersErrors(_Wrapping):
 hangs = Hangs
 crashes = Crashes
 two_bugs_one_symptom = TwoBugsOneSymptom
+inplace_bug_only = InplaceBugOnly
 hides_a_bug = HidesABug
 hides_a_consequence = HidesAConsequence
 masks_errors = MasksErrors
