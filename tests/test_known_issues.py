@@ -182,3 +182,39 @@ def test_a_mul_of_a_computed_value_in_place_is_told_from_an_input_updated_so():
     assert known_issues.classify(sig, "thunder", no_needs, input_updated).id == mul_id
     asks_nothing = [replace(i, needs=(), ops=()) if i.id == mul_id else i for i in ISSUES]
     assert known_issues.classify(sig, "thunder", asks_nothing, computed).id == input_id
+
+
+def test_an_update_through_an_alias_is_told_from_empty_inputs_updated_so():
+    # One signature, `outputs.value | first call @ inplace`, two bugs: an update through a
+    # view of a value (thunder drops it from the base), and an update of an empty input that
+    # thunder takes for an alias of another. The first needs the fact, which a view's update
+    # has and the base's own update, or a flip's (a copy), has not. Planted fault: without
+    # the fact and its ops the file's order gives the view's update to empty inputs.
+    from conformance.program import Assign, Call, InPlace, Program, TensorInput
+
+    ab = (TensorInput("a", (3,), requires_grad=True), TensorInput("b", (), requires_grad=True))
+    computed = (Assign("t0", Call("mul_scalar", ("a",))),)
+    through_view = Program(ab, (*computed, Assign("t1", Call("unsqueeze", ("t0",))), InPlace("t1", "add_", "b")),
+                           ("t0",))
+    of_a_copy = Program(ab, (*computed, Assign("t1", Call("flip", ("t0",))), InPlace("t1", "add_", "b")), ("t0",))
+    of_the_base = Program(ab, (*computed, Assign("t1", Call("unsqueeze", ("t0",))), InPlace("t0", "add_", "b")),
+                          ("t1",))
+    assert known_issues.updates_through_an_alias(through_view)
+    assert not known_issues.updates_through_an_alias(of_a_copy)
+    assert not known_issues.updates_through_an_alias(of_the_base)
+    sig = "outputs.value | first call @ inplace"
+    alias_id, empty_id = "inplace-through-alias-of-grad-tensor-lost", "empty-inputs-treated-as-aliases"
+    assert known_issues.classify(sig, "thunder", ISSUES, through_view).id == alias_id
+    assert known_issues.classify(sig, "thunder", ISSUES, of_the_base).id == empty_id
+    asks_nothing = [replace(i, needs=(), ops=()) if i.id == alias_id else i for i in ISSUES]
+    assert known_issues.classify(sig, "thunder", asks_nothing, through_view).id == empty_id
+
+
+def test_a_gradient_through_detach_alone_is_the_detach_issue():
+    # thunder differentiates detach() (zeros), so an input used only through it gets a zero
+    # gradient where eager's stays None: outputs-require-grad-spuriously seen in gradients.
+    # Planted fault: the same symptom beside an in-place update of an input is not taken.
+    issue = known_issues.classify("gradients.spurious gradient | first call @ detach", "thunder", ISSUES)
+    assert issue.id == "outputs-require-grad-spuriously"
+    other = known_issues.classify("gradients.spurious gradient | first call @ inplace", "thunder", ISSUES)
+    assert other.id != "outputs-require-grad-spuriously"
