@@ -94,8 +94,8 @@ def build_parser() -> argparse.ArgumentParser:
                     help="keep drawing constructs whose programs nearly all end in an exception already "
                          "found (thunder: requires_grad=True and requires_grad_()); see conformance/saturation.py")
     fz.add_argument("--no-sweep", dest="sweep", action="store_false",
-                    help="skip the one-op programs that each night runs first, every op on a few small shapes "
-                         "and non-finite values (conformance/generators/sweep.py)")
+                    help="skip the small programs that each night runs first: every op on a few small shapes "
+                         "and non-finite values, and two motifs (conformance/generators/sweep.py)")
     fz.add_argument("--no-small-examples", dest="small_examples", action="store_false",
                     help="draw every example full-size (by default half are small: regions one level deep, "
                          "3 statements a block, 3 calls)")

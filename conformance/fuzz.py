@@ -98,7 +98,7 @@ class FuzzConfig:
     # is shrunk; the shrinker's candidates meet size-0 bugs).
     explore: float = 0.5
     keep_saturated: bool = False
-    sweep: bool = True  # every one-op program over a small domain first (generators.sweep)
+    sweep: bool = True  # every one-op and motif program over a small domain first (generators.sweep)
     small_examples: bool = True  # half the examples small (suite.examples)
     reductions_per_class: int = 8
     shrink_seconds: float = 60.0
@@ -313,7 +313,7 @@ def worker_main(cfg: FuzzConfig, wid: int, incarnation: int, messages, stop, sta
     from conformance.check import Result, raise_for, run_example
     from conformance.oracles.mismatch import Mismatch, class_key
     from conformance.outcome import SideOutcome
-    from conformance.generators.sweep import single_op_examples
+    from conformance.generators.sweep import sweep_examples
     from conformance.program import constructs, count_statements, render
     from conformance.report.records import record_of, save
     from conformance.report.signatures import signature
@@ -681,8 +681,9 @@ def worker_main(cfg: FuzzConfig, wid: int, incarnation: int, messages, stop, sta
         spent["replaying the baseline"] += time.time() - t0
 
     def sweep(share) -> None:
-        """This worker's share of the one-op programs (generators.sweep), before it explores.
-        Each has one statement, so a class it shows is recorded as shrunk; a later program of
+        """This worker's share of the sweep's programs (generators.sweep: one-op programs and
+        two motifs), before it explores. Each has one to four statements, a repro's size
+        already, so a class it shows is recorded as shrunk; a later program of
         a class shrunk before is recorded only where it names another known issue or none
         (one symptom can be two bugs). A hang is reported as one. Only a worker's first
         incarnation sweeps: a recycled or restarted one goes on with the night."""
@@ -705,13 +706,13 @@ def worker_main(cfg: FuzzConfig, wid: int, incarnation: int, messages, stop, sta
             kept.add((key, issue))
             note(key, "shrink", program, issue=issue)
             record(finding, key, run.misses, time.time() - start)
-        spent["sweeping one-op programs"] += time.time() - t0
+        spent["sweeping small programs"] += time.time() - t0
 
     prop._hypothesis_internal_add_digest = f"fuzz:{backend.name}".encode()
     if cfg.baseline is not None and incarnation == 0:
         replay_baseline(load_baseline(cfg.baseline)["mismatches"][wid::cfg.workers])
     if cfg.sweep and incarnation == 0:
-        sweep(single_op_examples()[wid::cfg.workers])
+        sweep(sweep_examples()[wid::cfg.workers])
     chunk = 0
     replayed: set[str] = set()  # classes this incarnation replayed to shrink them
     reused = incarnation > 0  # replaying the database once per worker is enough

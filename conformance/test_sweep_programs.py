@@ -1,18 +1,23 @@
-"""Every one-op program of the sweep (generators.sweep): each op of the catalogue on small
-shapes (0-d, empty, size 1, batched) and on non-finite values, every float input requiring
-grad, one call under grad. No shrinking: each program is already one statement."""
+"""Every program of the sweep (generators.sweep): each op of the catalogue on small shapes
+(0-d, empty, size 1, batched) and on non-finite values, and the promotion and view-update
+motifs; every float input requiring grad, one call under grad. No shrinking: each program
+has one to four statements already. One test per part, so that workers share them."""
+
+import pytest
 
 from conformance import known_issues
 from conformance.check import run_example
-from conformance.generators.sweep import single_op_examples
+from conformance.generators.schedules import SINGLE_CALL
+from conformance.generators.sweep import SWEEPS
 from conformance.suite import assert_no_new, finding_of
 
 
-def test_every_one_op_program(backend, record_finding):
+@pytest.mark.parametrize("part", sorted(SWEEPS))
+def test_every_swept_program(backend, record_finding, part):
     issues = known_issues.load()
     findings = {}
-    for program, schedule in single_op_examples():
-        result = run_example(program, backend, schedule)
+    for program in SWEEPS[part]():
+        result = run_example(program, backend, SINGLE_CALL)
         if result.mismatches:
             finding = finding_of(result, backend.name, issues)
             # One per signature and issue: one symptom can be two bugs (ops of one signature)

@@ -592,6 +592,6 @@ def test_a_night_first_sweeps_the_one_op_programs(tmp_path):
     source = (tmp_path / "sweep" / found["repro"]).read_text()
     assert found["statements"] == 2 and "t0 = torch.relu(a)" in source, source  # the op and its return
     assert found["found_after_seconds"] < 25, found
-    assert all("sweeping one-op programs" in w["seconds"] for w in swept["workers"]), swept["workers"]
+    assert all("sweeping small programs" in w["seconds"] for w in swept["workers"]), swept["workers"]
     # Planted fault: without the sweep, the same night's random programs do not meet it.
     assert not [m for m in night(tmp_path / "no-sweep", sweep=False)["mismatches"] if m["oracle"] == "outputs"]

@@ -1,11 +1,11 @@
-"""The sweep of one-op programs (generators.sweep) and the small examples (suite.examples)."""
+"""The sweep of small programs (generators.sweep) and the small examples (suite.examples)."""
 
 from hypothesis import given, settings
 
 from conformance import suite
 from conformance.backends import get
 from conformance.check import run_example
-from conformance.generators.sweep import single_op_examples, single_op_programs
+from conformance.generators.sweep import promotion_programs, single_op_programs, sweep_examples, view_update_programs
 from conformance.program import Assign, Call, render_body
 
 
@@ -31,10 +31,29 @@ def test_the_sweep_holds_the_one_op_points_that_random_programs_seldom_make():
     assert not has("t0 = a @ b", ((4,), ""), ((4, 3), ""))
 
 
-def test_no_one_op_program_mismatches_on_eager_itself():
-    # The sweep's values (NaN, infinities, empty tensors) must not make a false alarm.
+def test_the_motifs_hold_the_programs_of_two_issues_random_programs_seldom_make():
+    def has(programs, source, *inputs):
+        return any(render_body(p).startswith(source) and [(i.shape, i.dtype) for i in p.inputs] == list(inputs)
+                   for p in programs)
+
+    promotion, view_update = promotion_programs(), view_update_programs()
+    assert len(set(promotion)) == len(promotion) and len(set(view_update)) == len(view_update)
+    # int-unary-then-double-scalar-with-grad-promotes-to-double
+    assert has(promotion, "t0 = torch.sin(a)\nt1 = t0 + b", ((3,), "int64"), ((), "float64"))
+    # inplace-on-view-of-zero-dim-backward-zeros-typeerror
+    assert has(view_update, "t0 = a * 2\nt1 = t0.unsqueeze(0)\nt1.add_(b)\nt2 = torch.sin(t1)", ((), "float32"),
+               ((), "float32"))
+    # the base updated through its view (inplace-through-alias-of-grad-tensor-lost)
+    assert has(view_update, "t0 = a * 2\nt1 = t0[:1]\nt1.mul_(b)\nreturn t0", ((3,), "float32"), ((), "float32"))
+    # Planted faults: a dtype and a view the motifs do not take.
+    assert not has(promotion, "t0 = torch.sin(a)\nt1 = t0 + b", ((3,), "int32"), ((), "float64"))
+    assert not has(view_update, "t0 = a * 2\nt1 = t0.expand", ((), "float32"), ((), "float32"))
+
+
+def test_no_swept_program_mismatches_on_eager_itself():
+    # The sweep's values (NaN, infinities, empty tensors, integers) must not make a false alarm.
     eager = get("eager")
-    found = [(render_body(p), p.inputs) for p, schedule in single_op_examples()
+    found = [(render_body(p), p.inputs) for p, schedule in sweep_examples()
              if run_example(p, eager, schedule).mismatches]
     assert not found, found[:3]
 

@@ -1,5 +1,5 @@
-"""Every one-op program over a small domain of shapes and values: the nightly job runs them
-all before it draws random programs.
+"""Every one-op program over a small domain of shapes and values, and every program of two
+small motifs: the nightly job runs them all before it draws random programs.
 
 Some bugs need one op on one shape or one value, and nothing else: a size-1 vector times a
 matrix (`a @ b`, a: [1], b: [1, 3]), a slice of a tensor with a size-0 dim, relu of a NaN
@@ -11,13 +11,23 @@ to a small size) beside Hypothesis's random search, which keeps the programs wit
 
 Every float input requires grad and the call is under grad, so that a backend builds its
 backward (where a decomposition can differ from eager) and the gradients are compared.
+
+The motifs are two-op and three-op shapes of program where a compiler's own rules, not an
+op's, decide the result; each is enumerated over what varies in it:
+- promotion: `t1 = u(a) + b`, an op on a bool, int64 or float32 tensor, then a 0-d float64
+  tensor that requires grad. Zero-dim tensors do not decide the result's dtype (PyTorch's
+  type promotion docs), and thunder got it wrong for `torch.sin` of an int (1 of nights
+  58-71 met it: it needs an integer input, a 0-d float64 one and an op between).
+- view update: `t1 = v(a * 2)`, `t1.m_(b)`, then the view or its base read: autograd
+  rebases the view's history (autograd mechanics docs), which a compiler must rewrite as
+  copies. thunder's backward raised a TypeError for a 0-d base (2 nights of 14 met it).
 """
 
 from __future__ import annotations
 
 from conformance.generators.schedules import SINGLE_CALL, Schedule
-from conformance.ops import BINARY, UNARY, Meta, infer
-from conformance.program import Assign, Call, Program, TensorInput
+from conformance.ops import BINARY, FAMILIES, INPLACE, UNARY, Meta, infer, inplace_applies
+from conformance.program import Assign, Call, InPlace, Program, TensorInput
 
 # Shapes that have met thunder's op bugs: 0-d, empty, size 1, a broadcasting 1, batched.
 SHAPES = ((), (0,), (1,), (3,), (1, 3), (3, 0), (3, 1), (2, 1, 3), (2, 0, 3))
@@ -29,12 +39,21 @@ SPECIAL_SHAPE = (3,)
 SPECIALS = ("nan", "inf", "-inf")
 
 
-def _input(name: str, shape: tuple[int, ...], special: str = "") -> TensorInput:
-    return TensorInput(name, shape, "float32", "cpu", requires_grad=True, special=special)
+# The promotion motif's inputs: the dtypes of `a` (b is 0-d float64) and the binary ops.
+PROMOTED_DTYPES = ("bool", "int64", "float32")
+PROMOTING_OPS = ("add", "mul")
+
+
+def _input(name: str, shape: tuple[int, ...], special: str = "", dtype: str = "float32") -> TensorInput:
+    return TensorInput(name, shape, dtype, "cpu", requires_grad=dtype.startswith("float"), special=special)
+
+
+def _meta(i: TensorInput) -> Meta:
+    return Meta(i.shape, i.dtype, i.device)
 
 
 def _program(op: str, inputs: tuple[TensorInput, ...]) -> Program | None:
-    if infer(op, tuple(Meta(i.shape, i.dtype, i.device) for i in inputs)) is None:
+    if infer(op, tuple(_meta(i) for i in inputs)) is None:
         return None
     body = (Assign("t0", Call(op, tuple(i.name for i in inputs))),)
     return Program(inputs, body, ("t0",))
@@ -51,5 +70,47 @@ def single_op_programs() -> list[Program]:
     return [p for p in programs if p is not None]
 
 
-def single_op_examples() -> list[tuple[Program, Schedule]]:
-    return [(p, SINGLE_CALL) for p in single_op_programs()]
+def promotion_programs() -> list[Program]:
+    """`t0 = u(a)`, `t1 = t0 <op> b` for every unary op u, a's dtype and binary op, b a 0-d
+    float64 tensor that requires grad (a float32 a requires grad too)."""
+    b = _input("b", (), dtype="float64")
+    programs = []
+    for dtype in PROMOTED_DTYPES:
+        a = _input("a", SPECIAL_SHAPE, dtype=dtype)
+        for u, _ in UNARY:
+            t0 = infer(u, (_meta(a),))
+            for op in PROMOTING_OPS:
+                if t0 is None or infer(op, (t0, _meta(b))) is None:
+                    continue
+                body = (Assign("t0", Call(u, ("a",))), Assign("t1", Call(op, ("t0", "b"))))
+                programs.append(Program((a, b), body, ("t1",)))
+    return programs
+
+
+def view_update_programs() -> list[Program]:
+    """`t0 = a * 2`, `t1 = v(t0)`, `t1.m_(b)` for every view op v, shape of a and in-place
+    method m, b 0-d (it broadcasts to any view): then `torch.sin(t1)` returned (an op reads
+    the updated view), or t0 (the base, updated through it)."""
+    b = _input("b", ())
+    programs = []
+    for view in FAMILIES["view"]:
+        for shape in SHAPES:
+            a = _input("a", shape)
+            t1 = infer(view, (_meta(a),))
+            for method in INPLACE:
+                if t1 is None or not inplace_applies(method, t1, _meta(b)):
+                    continue
+                body = (Assign("t0", Call("mul_scalar", ("a",))), Assign("t1", Call(view, ("t0",))),
+                        InPlace("t1", method, "b"))
+                programs.append(Program((a, b), (*body, Assign("t2", Call("sin", ("t1",)))), ("t2",)))
+                programs.append(Program((a, b), body, ("t0",)))
+    return programs
+
+
+# The sweep's parts, by name: each program is called once under grad.
+SWEEPS = {"one op": single_op_programs, "promotion": promotion_programs, "view update": view_update_programs}
+
+
+def sweep_examples() -> list[tuple[Program, Schedule]]:
+    """The whole sweep, one-op programs first (the cheaper), then the motifs."""
+    return [(p, SINGLE_CALL) for part in SWEEPS.values() for p in part()]
