@@ -136,10 +136,17 @@ def updates_through_an_alias(program: Program) -> bool:
     return any(isinstance(s, InPlace) and s.target in aliases for s in statements)
 
 
+def has_a_size_zero_input(program: Program) -> bool:
+    """Whether an input or a parameter has a size-0 dim: thunder takes two such tensors for
+    aliases, whose signatures (`outputs.value | ... @ inplace module`) other bugs share."""
+    return any(0 in t.shape for t in program.inputs + program.parameters)
+
+
 # Program facts a known issue may need (KnownIssue.needs), by the name the file uses.
 FACTS = {"an update while grad is off": updates_while_grad_off,
          "a computed value multiplied in place": multiplies_a_computed_value_in_place,
-         "an update through an alias": updates_through_an_alias}
+         "an update through an alias": updates_through_an_alias,
+         "a size-0 input": has_a_size_zero_input}
 
 
 def load(path: Path = PATH) -> list[KnownIssue]:

@@ -192,7 +192,8 @@ def test_an_update_through_an_alias_is_told_from_empty_inputs_updated_so():
     # the fact and its ops the file's order gives the view's update to empty inputs.
     from conformance.program import Assign, Call, InPlace, Program, TensorInput
 
-    ab = (TensorInput("a", (3,), requires_grad=True), TensorInput("b", (), requires_grad=True))
+    # a size-0 `a`: empty inputs' issue needs one, so that both issues may be the program
+    ab = (TensorInput("a", (0,), requires_grad=True), TensorInput("b", (), requires_grad=True))
     computed = (Assign("t0", Call("mul_scalar", ("a",))),)
     through_view = Program(ab, (*computed, Assign("t1", Call("unsqueeze", ("t0",))), InPlace("t1", "add_", "b")),
                            ("t0",))
@@ -218,3 +219,21 @@ def test_a_gradient_through_detach_alone_is_the_detach_issue():
     assert issue.id == "outputs-require-grad-spuriously"
     other = known_issues.classify("gradients.spurious gradient | first call @ inplace", "thunder", ISSUES)
     assert other.id != "outputs-require-grad-spuriously"
+
+
+def test_empty_inputs_aliasing_needs_a_size_zero_input():
+    # empty-inputs-treated-as-aliases has broad patterns (`outputs.value | * @ *inplace*`):
+    # without a size-0 input they took other bugs (a broadcasting copy_'s shape error, an
+    # overwritten input's missing gradient). Planted fault: the issue without its `needs`.
+    from conformance.program import InPlace, Program, TensorInput
+
+    def update(shape):
+        return Program((TensorInput("a", shape), TensorInput("b", shape)), (InPlace("a", "add_", "b"),), ("a",))
+
+    empty_id = "empty-inputs-treated-as-aliases"
+    sig = "outputs.value | later call @ enable_grad inplace module"
+    assert known_issues.has_a_size_zero_input(update((2, 0))) and not known_issues.has_a_size_zero_input(update((2,)))
+    assert known_issues.classify(sig, "thunder", ISSUES, update((2, 0))).id == empty_id
+    assert known_issues.classify(sig, "thunder", ISSUES, update((2,))) is None
+    no_needs = [replace(i, needs=()) if i.id == empty_id else i for i in ISSUES]
+    assert known_issues.classify(sig, "thunder", no_needs, update((2,))).id == empty_id
