@@ -2,8 +2,8 @@
 one with two bugs that show the same symptom (and one with only the second of them), one
 whose first bug hides a second, one whose
 first bug hides a consequence of it, two that get eager's errors wrong, one that rejects
-a construct outright, one whose bug fresh draws almost never show, and one whose bug only a
-one-op program shows."""
+a construct outright, one whose bug fresh draws almost never show, one whose bug only a
+one-op program shows, and two that only the sweep's motifs show."""
 
 import os
 import time
@@ -156,6 +156,42 @@ class OneOpBug(PerturbsOutputs):
         return super().call(fn, args, compiled) if names == {"torch", "relu"} and nan else fn(*args)
 
 
+class PromotesToDouble(_Wrapping):
+    """thunder's promotion bug in general: outputs are float64 wherever a float64 input
+    requires grad (zero-dim or not), so `u(a) + b` with a 0-d float64 b is float64."""
+
+    fault = "outputs float64 beside a float64 input that requires grad"
+
+    def call(self, fn, args, compiled):
+        out = fn(*args)
+        if not any(isinstance(a, torch.Tensor) and a.dtype == torch.float64 and a.requires_grad for a in args):
+            return out
+        double = lambda x: x.double() if isinstance(x, torch.Tensor) and x.is_floating_point() else x  # noqa: E731
+        return tuple(map(double, out)) if isinstance(out, tuple) else double(out)
+
+
+class ViewsCopy(_Wrapping):
+    """Views are copies: an update through `t0.unsqueeze(0)`, `t0.reshape(-1)`,
+    `t0.transpose(0, 1)` or `t0[:1]` misses its base (thunder's lost update, in general)."""
+
+    fault = "views are copies"
+    views = ("unsqueeze", "reshape", "transpose", "__getitem__")
+
+    def call(self, fn, args, compiled):
+        def copying(name):
+            view = getattr(torch.Tensor, name)
+            return lambda self, *a, **k: view(self, *a, **k).clone()
+
+        patches = [patch.object(torch.Tensor, name, copying(name)) for name in self.views]
+        for p in patches:
+            p.start()
+        try:
+            return fn(*args)
+        finally:
+            for p in reversed(patches):
+                p.stop()
+
+
 class _FailsInBackward(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x):
@@ -190,3 +226,5 @@ rejects_requires_grad_method = RejectsRequiresGradMethod
 rejects_requires_grad_method_perturbs_outputs = AlsoPerturbsOutputs
 rare_bug = RareBug
 one_op_bug = OneOpBug
+promotes_to_double = PromotesToDouble
+views_copy = ViewsCopy
