@@ -51,34 +51,30 @@ def test_the_motifs_hold_the_programs_of_two_issues_random_programs_seldom_make(
     assert not has(view_update, "t0 = a * 2\nt1 = t0.expand", ((), "float32"), ((), "float32"))
 
 
+def _showing(fake: str, aspect: str, programs) -> list:
+    """The programs whose run through a fake backend of tests/fake_backends.py shows an
+    outputs mismatch of this aspect."""
+    bug = get(f"tests.fake_backends:{fake}")
+    return [p for p in programs if any(m.oracle == "outputs" and m.aspect == aspect
+                                       for m in run_example(p, bug, SINGLE_CALL).mismatches)]
+
+
 def test_the_promotion_motif_shows_a_promotion_bug_the_one_op_programs_do_not():
     # A backend that makes outputs float64 beside a float64 input requiring grad (thunder's
     # bug, in general): the motif's programs show it as an output dtype, and the one-op
     # programs, all float32, cannot (the planted fault: the motif is what finds it).
-    bug = get("tests.fake_backends:promotes_to_double")
-
-    def dtype_mismatches(programs):
-        return [p for p in programs if any(m.oracle == "outputs" and m.aspect == "dtype"
-                                           for m in run_example(p, bug, SINGLE_CALL).mismatches)]
-
-    found = dtype_mismatches(promotion_programs())
+    found = _showing("promotes_to_double", "dtype", promotion_programs())
     assert found and {p.inputs[0].dtype for p in found} == {"bool", "int64", "float32"}, found[:3]
-    assert not dtype_mismatches(single_op_programs())
+    assert not _showing("promotes_to_double", "dtype", single_op_programs())
 
 
 def test_the_view_update_motif_shows_an_update_lost_through_a_view_the_one_op_programs_do_not():
     # A backend whose views are copies: an update through a view misses its base, which the
     # motif returns (outputs.value); a one-op program returns the view itself, equal either way.
-    bug = get("tests.fake_backends:views_copy")
-
-    def value_mismatches(programs):
-        return [p for p in programs if any(m.oracle == "outputs" and m.aspect == "value"
-                                           for m in run_example(p, bug, SINGLE_CALL).mismatches)]
-
-    found = value_mismatches(view_update_programs())
+    found = _showing("views_copy", "value", view_update_programs())
     assert found and all(p.returns == ("t0",) for p in found), found[:3]
     assert {p.body[1].value.op for p in found} == {"unsqueeze", "reshape", "transpose", "slice"}
-    assert not value_mismatches(single_op_programs())
+    assert not _showing("views_copy", "value", single_op_programs())
 
 
 def test_no_swept_program_mismatches_on_eager_itself():
