@@ -15,7 +15,7 @@ from pathlib import Path
 
 from conformance import serialize
 from conformance.generators.schedules import CallSpec, Schedule
-from conformance.ops import INPLACE, OPS
+from conformance.ops import ALIASES, INPLACE, OPS
 from conformance.program import (Assign, Call, GradRegion, HelperCall, IfGradEnabled, InPlace, Program, SetGradMode,
                                  statements_in)
 from conformance.report.signatures import matches
@@ -120,19 +120,13 @@ def multiplies_a_computed_value_in_place(program: Program) -> bool:
     return any(isinstance(s, InPlace) and s.method == "mul_" and s.target in computed for s in statements)
 
 
-# Ops whose result may be the tensor itself or share its storage: an update of it is one
-# of the tensor too (views, `detach()`, and `float()`/`double()` of a tensor of that dtype;
-# not flip, which copies).
-ALIAS_OPS = frozenset({"reshape", "transpose", "slice", "unsqueeze", "detach", "to_float", "to_double"})
-
-
 def updates_through_an_alias(program: Program) -> bool:
     """Whether the function (or a helper) updates in place a value bound to an alias op's
     result (`t1 = t0.unsqueeze(0)`, then `t1.add_(b)`): such an update is also its base's,
     and its signature, `outputs.value | ... @ inplace`, is that of empty inputs' aliasing."""
     statements = list(_statements(program))
     aliases = {s.target for s in statements if isinstance(s, Assign) and isinstance(s.value, Call)
-               and s.value.op in ALIAS_OPS}
+               and s.value.op in ALIASES}
     return any(isinstance(s, InPlace) and s.target in aliases for s in statements)
 
 

@@ -72,6 +72,10 @@ FAMILIES = {
 }
 # In-place methods: `target.<method>(arg)`; the target keeps its shape and dtype.
 INPLACE = ("add_", "mul_", "sub_", "copy_")
+# Ops whose result may be the tensor itself or share its storage, so that an update of it is
+# one of the tensor too: views, `detach()`, and `float()`/`double()` of a tensor of that
+# dtype. Not flip, which the view family holds but which copies.
+ALIASES = frozenset({"reshape", "transpose", "slice", "unsqueeze", "detach", "to_float", "to_double"})
 CREATION = ("ones", "zeros", "full", "arange")
 
 
@@ -101,6 +105,11 @@ class Meta:
     @property
     def is_float(self) -> bool:
         return getattr(torch, self.dtype).is_floating_point
+
+    @classmethod
+    def of(cls, tensor) -> "Meta":
+        """The Meta of a program's input or parameter (a TensorInput)."""
+        return cls(tensor.shape, tensor.dtype, tensor.device)
 
 
 def _meta_tensor(m: Meta) -> torch.Tensor:

@@ -7,11 +7,17 @@ one-op program shows, and two that only the sweep's motifs show."""
 
 import os
 import time
+from contextlib import ExitStack
 from unittest.mock import patch
 
 import torch
 
 from conformance.backends.faulty import PerturbsOutputs, _Wrapping
+
+
+def _each(out, f):
+    """f applied to each of a function's outputs (one, or a tuple)."""
+    return tuple(map(f, out)) if isinstance(out, tuple) else f(out)
 
 
 class Hangs(_Wrapping):
@@ -43,7 +49,7 @@ class TwoBugsOneSymptom(_Wrapping):
         names = set(code.co_names)
         if names & self.triggers:
             detach = lambda x: x.detach() if isinstance(x, torch.Tensor) else x  # noqa: E731
-            out = tuple(map(detach, out)) if isinstance(out, tuple) else detach(out)
+            out = _each(out, detach)
         return out
 
 
@@ -71,7 +77,7 @@ class HidesABug(_Wrapping):
                 x = x.detach() if names & {"add_", "mul_", "sub_", "copy_"} else x
             return x
 
-        return tuple(map(one, out)) if isinstance(out, tuple) else one(out)
+        return _each(out, one)
 
 
 class HidesAConsequence(_Wrapping):
@@ -167,7 +173,7 @@ class PromotesToDouble(_Wrapping):
         if not any(isinstance(a, torch.Tensor) and a.dtype == torch.float64 and a.requires_grad for a in args):
             return out
         double = lambda x: x.double() if isinstance(x, torch.Tensor) and x.is_floating_point() else x  # noqa: E731
-        return tuple(map(double, out)) if isinstance(out, tuple) else double(out)
+        return _each(out, double)
 
 
 class ViewsCopy(_Wrapping):
@@ -182,14 +188,10 @@ class ViewsCopy(_Wrapping):
             view = getattr(torch.Tensor, name)
             return lambda self, *a, **k: view(self, *a, **k).clone()
 
-        patches = [patch.object(torch.Tensor, name, copying(name)) for name in self.views]
-        for p in patches:
-            p.start()
-        try:
+        with ExitStack() as patches:
+            for name in self.views:
+                patches.enter_context(patch.object(torch.Tensor, name, copying(name)))
             return fn(*args)
-        finally:
-            for p in reversed(patches):
-                p.stop()
 
 
 class _FailsInBackward(torch.autograd.Function):

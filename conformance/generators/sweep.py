@@ -49,12 +49,8 @@ def _input(name: str, shape: tuple[int, ...], special: str = "", dtype: str = "f
     return TensorInput(name, shape, dtype, "cpu", requires_grad=dtype.startswith("float"), special=special)
 
 
-def _meta(i: TensorInput) -> Meta:
-    return Meta(i.shape, i.dtype, i.device)
-
-
 def _program(op: str, inputs: tuple[TensorInput, ...]) -> Program | None:
-    if infer(op, tuple(_meta(i) for i in inputs)) is None:
+    if infer(op, tuple(Meta.of(i) for i in inputs)) is None:
         return None
     body = (Assign("t0", Call(op, tuple(i.name for i in inputs))),)
     return Program(inputs, body, ("t0",))
@@ -79,9 +75,9 @@ def promotion_programs() -> list[Program]:
     for dtype in PROMOTED_DTYPES:
         a = _input("a", SPECIAL_SHAPE, dtype=dtype)
         for u, _ in UNARY:
-            t0 = infer(u, (_meta(a),))
+            t0 = infer(u, (Meta.of(a),))
             for op in PROMOTING_OPS:
-                if t0 is None or infer(op, (t0, _meta(b))) is None:
+                if t0 is None or infer(op, (t0, Meta.of(b))) is None:
                     continue
                 body = (Assign("t0", Call(u, ("a",))), Assign("t1", Call(op, ("t0", "b"))))
                 programs.append(Program((a, b), body, ("t1",)))
@@ -97,9 +93,9 @@ def view_update_programs() -> list[Program]:
     for view in FAMILIES["view"]:
         for shape in SHAPES:
             a = _input("a", shape)
-            t1 = infer(view, (_meta(a),))
+            t1 = infer(view, (Meta.of(a),))
             for method in INPLACE:
-                if t1 is None or not inplace_applies(method, t1, _meta(b)):
+                if t1 is None or not inplace_applies(method, t1, Meta.of(b)):
                     continue
                 body = (Assign("t0", Call("mul_scalar", ("a",))), Assign("t1", Call(view, ("t0",))),
                         InPlace("t1", method, "b"))
