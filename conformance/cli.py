@@ -12,6 +12,8 @@ import os
 import sys
 from pathlib import Path
 
+from conformance.text import printable
+
 
 class UsageError(Exception):
     """Bad input from the user: reported as one line, exit code 2."""
@@ -299,7 +301,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return COMMANDS[args.command](args)
     except UsageError as exc:
-        print(f"python -m conformance {args.command}: error: {exc}", file=sys.stderr)
+        print(f"python -m conformance {args.command}: error: {printable(str(exc))}", file=sys.stderr)
         return 2
     except ModuleNotFoundError as exc:
         print(f"python -m conformance {args.command}: error: missing dependency {exc.name!r}; "

@@ -1152,9 +1152,11 @@ def _run_fuzz(cfg: FuzzConfig, out, stopped: StopSignals) -> int:
 
 
 def print_table(records: list[dict], fixed: list[str], examples: int, seconds: float, index: Path, out) -> None:
+    from conformance.text import printable
+
     out.write(f"{examples} examples in {seconds:.0f} s; {len(records)} signature(s)\n")
     for r in records:
-        out.write(f"  {r['status']:<12} {r['statements']:>2} stmts  {r['signature']}\n")
+        out.write(f"  {r['status']:<12} {r['statements']:>2} stmts  {printable(r['signature'])}\n")
     for sig in fixed:
-        out.write(f"  {'fixed':<12}          {sig}\n")
+        out.write(f"  {'fixed':<12}          {printable(sig)}\n")
     out.write(f"report: {index}\n")

@@ -13,7 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from conformance import serialize
+from conformance import serialize, text
 
 
 class ReplayError(Exception):
@@ -57,7 +57,7 @@ def replay(path: Path, backend_spec: str | None = None, out=sys.stdout, scripts:
     path = Path(path)
     if path.is_dir() and (path / "repro.py").is_file() and not (path / "summary.json").exists():
         verdict, output = _run_script(path / "repro.py")
-        out.write(f"{_SAID.get(verdict, verdict)}: {path}\n{output}")
+        out.write(f"{_SAID.get(verdict, verdict)}: {path}\n{text.visible(output)}")
         return {"reproduces": 1, "fixed": 0}.get(verdict, 2)
     summary_path = path / "summary.json" if path.is_dir() else path
     if not summary_path.exists():
@@ -77,7 +77,7 @@ def replay(path: Path, backend_spec: str | None = None, out=sys.stdout, scripts:
     still = 0
     for m in summary["mismatches"]:
         if not m.get("program"):
-            out.write(f"cannot replay (no program recorded): {m['signature']}\n")
+            out.write(f"cannot replay (no program recorded): {text.printable(m['signature'])}\n")
             continue
         try:
             program, schedule = serialize.decode(m["program"]), serialize.decode(m["schedule"])
@@ -89,9 +89,9 @@ def replay(path: Path, backend_spec: str | None = None, out=sys.stdout, scripts:
         now = {signature(x, program, schedule).split(" @ ")[0] for x in result.mismatches}
         if m["signature"].split(" @ ")[0] in now:
             still += 1
-            out.write(f"still reproduces: {m['signature']}\n")
+            out.write(f"still reproduces: {text.printable(m['signature'])}\n")
         else:
-            out.write(f"fixed:            {m['signature']}\n")
+            out.write(f"fixed:            {text.printable(m['signature'])}\n")
     out.write(f"{still} of {len(summary['mismatches'])} still reproduce on {backend.name}\n")
     return 1 if still else 0
 
@@ -101,7 +101,7 @@ def _replay_scripts(summary: dict, folder: Path, out) -> int:
     for m in summary["mismatches"]:
         repro = folder / m["repro"] if m.get("repro") else None
         if repro is None or not repro.is_file():
-            out.write(f"cannot replay (no repro.py): {m['signature']}\n")
+            out.write(f"cannot replay (no repro.py): {text.printable(m['signature'])}\n")
             continue
         verdict, _ = _run_script(repro)
         still += verdict == "reproduces"

@@ -15,7 +15,7 @@ from typing import Any, Callable
 
 import torch
 
-from conformance import grad_mode
+from conformance import grad_mode, text
 from conformance.generators.schedules import CallSpec, Schedule
 from conformance.outcome import CallOutcome, ErrorInfo, Leaf, SideOutcome
 from conformance.program import Program, TensorInput, render
@@ -139,7 +139,8 @@ def _observe_grad(t: torch.Tensor) -> Leaf | None:
 
 
 def error_info(exc: BaseException, stage: str) -> ErrorInfo:
-    return ErrorInfo(type(exc).__name__, "".join(traceback.format_exception_only(exc)).strip(), stage)
+    # Cut here, once: a backend may raise a message of megabytes, and each report holds it.
+    return ErrorInfo(type(exc).__name__, text.cut("".join(traceback.format_exception_only(exc)).strip()), stage)
 
 
 def _flatten(result: Any, n: int) -> tuple[Any, ...]:

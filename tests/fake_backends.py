@@ -230,3 +230,26 @@ rare_bug = RareBug
 one_op_bug = OneOpBug
 promotes_to_double = PromotesToDouble
 views_copy = ViewsCopy
+
+
+# Everything a hostile or broken backend can put in what the harness writes down: quotes,
+# triple quotes, backslashes, newlines, NUL, ESC sequences, markup, a coding cookie, 1 MB.
+HOSTILE = ('""" + __import__("os").system("touch pwned") + """ \'\'\' \\ \\x00 \x00 \x1b[31mred\x1b[0m '
+           '\r\n# -*- coding: utf-7 -*-\n</pre></script><script>document.title="pwned"</script>'
+           '<img src=x onerror="document.title=\'pwned\'"> \u2028 \x85 ')
+
+
+class Hostile(_Wrapping):
+    """Raises a message built to escape whatever file it is written into, under no_grad; its
+    name and versions are hostile too."""
+
+    fault = HOSTILE
+
+    def call(self, fn, args, compiled):
+        if not torch.is_grad_enabled():
+            raise RuntimeError(HOSTILE + "x" * 1_000_000)
+        return fn(*args)
+
+    def versions(self) -> dict[str, str]:
+        return {"torch": torch.__version__, HOSTILE: HOSTILE}
+hostile = Hostile

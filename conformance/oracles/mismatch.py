@@ -10,6 +10,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from conformance import text
+
 ORACLES = ("exceptions", "outputs", "flags", "gradients", "grad_mode", "recompiles", "traces")
 # Not comparisons but what the fuzzer reports when an example never returns or kills its worker.
 RUN_FAILURES = ("hang", "crash")
@@ -41,7 +43,8 @@ class Mismatch:
 
     def line(self) -> str:
         at = f"call {self.call} ({self.ambient}): " if self.call is not None else ""
-        return f"[{self.kind}] {at}{self.where}: eager {self.eager}, backend {self.backend}"
+        # One line, whatever the backend's message holds: it is shown in terminals and reports.
+        return text.printable(f"[{self.kind}] {at}{self.where}: eager {self.eager}, backend {self.backend}")
 
 
 class ConformanceMismatch(AssertionError):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import jinja2
 import torch
 
-from conformance import grad_mode, runner, serialize
+from conformance import grad_mode, runner, serialize, text
 from conformance.oracles.recompiles import expected_compilations
 from conformance.program import Program
 
@@ -39,16 +39,31 @@ def _backend_code(record: dict) -> tuple[str, str, str | None]:
     if spec == "eager":
         return "", "fn", None
     module, _, factory = spec.partition(":")
+    if not (all(part.isidentifier() for part in module.split(".")) and factory.isidentifier()):
+        # A record is data, and this line is code: never write a spec that is not a plain import path.
+        raise ValueError(f"backend spec {text.printable(spec, 200)!r} is not package.module:factory")
     return f"import {module}", f"{module}.{factory}().compile(fn)", None
+
+
+def _header(record: dict) -> str:
+    """The repro's opening comment: the signature, the summary, the known issue and the backend,
+    each escaped (they hold the backend's own text: exception messages, its name, versions)."""
+    versions = ", ".join(f"{k} {v}" for k, v in sorted(record.get("versions", {}).items()))
+    lines = [f"signature: {record['signature']}", "", record["summary"]]
+    if record.get("known"):
+        lines.append(f"Known issue {record['known']}: {record.get('known_title')}")
+    lines += ["", f"Found with {record['backend']} ({versions})."]
+    return text.comment("\n".join(lines))
 
 
 # A worker that died between examples (or whose example could not be read back) leaves a
 # crash record without a program: its repro says so, and exits 2 as a repro that cannot run.
-UNRECOVERED = '''"""gradmode-conformance: {summary}
+UNRECOVERED = '''"""gradmode-conformance: no program to replay.
 
-No program to replay: the worker was not running an example when this happened, or its
-example could not be read back. The job's log has the worker's traceback.
+The worker was not running an example when this happened, or its example could not be read
+back. The job's log has the worker's traceback.
 """
+{summary}
 
 import sys
 
@@ -58,7 +73,7 @@ sys.exit(2)
 
 def render_repro(record: dict) -> str:
     if record.get("program") is None:
-        return UNRECOVERED.format(summary=record["summary"])
+        return UNRECOVERED.format(summary=text.comment(record["summary"]))
     program: Program = serialize.decode(record["program"])
     schedule = serialize.decode(record["schedule"])
     calls = []
@@ -84,10 +99,7 @@ def render_repro(record: dict) -> str:
     names = [i.name for i in program.inputs] + [f"self.{p.name}" for p in program.parameters]
     source = record["source"].removeprefix("import torch\n").strip("\n")
     return _ENV.get_template("repro.py.j2").render(
-        signature=record["signature"], summary=record["summary"], known=record.get("known"),
-        known_title=record.get("known_title"), backend=record["backend"],
-        versions=", ".join(f"{k} {v}" for k, v in sorted(record.get("versions", {}).items())),
-        backend_import=imp, backend_compile=comp, program=source,
+        header=_header(record), backend_import=imp, backend_compile=comp, program=source,
         calls=_pretty(calls), parameters=_pretty(params) if params else "", entry=program.entry_point,
         names=repr(names), expected_compilations=expected, count_compilations=count,
         # White-box: only where the mismatch is in thunder's traces, so other repros stay plain.

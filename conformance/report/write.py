@@ -12,6 +12,7 @@ from pygments import highlight
 from pygments.formatters import HtmlFormatter
 from pygments.lexers import PythonLexer
 
+from conformance import text
 from conformance.report.records import merge, write_atomic
 from conformance.report.repro import render_repro
 from conformance.report.signatures import slug
@@ -19,6 +20,7 @@ from conformance.report.signatures import slug
 _HTML = jinja2.Environment(
     loader=jinja2.PackageLoader("conformance.report", "templates"),
     autoescape=True,  # exception messages, tensor reprs and source are text, never markup
+    finalize=lambda v: text.visible(v) if isinstance(v, str) else v,  # and no control characters
     undefined=jinja2.StrictUndefined,
 )
 
