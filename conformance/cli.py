@@ -40,16 +40,6 @@ def _whole_number(text: str, least: int) -> int:
     return value
 
 
-def _fraction(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a number from 0 to 1, got {text!r}") from None
-    if not 0 <= value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 0 and less than 1, got {text}")
-    return value
-
-
 def _positive_int(text: str) -> int:
     return _whole_number(text, 1)
 
@@ -87,27 +77,20 @@ def build_parser() -> argparse.ArgumentParser:
                     help="the known issues to triage against (default: conformance/known_issues.toml)")
     fz.add_argument("--example-timeout", type=_positive_seconds, default=60.0,
                     help="an example running longer is reported as a hang (default 60)")
-    fz.add_argument("--explore", type=_fraction, default=0.5,
-                    help="at most this part of the time goes to new programs only, each class of mismatch "
-                         "saved when first found and shrunk after, while the time left can shrink the urgent ones "
-                         "(new bugs, the first class of each known issue); "
-                         "0 to shrink each as found (default 0.5)")
-    fz.add_argument("--keep-saturated", action="store_true",
-                    help="keep drawing constructs whose programs nearly all end in an exception already "
-                         "found (thunder: requires_grad=True and requires_grad_()); see conformance/saturation.py")
     fz.add_argument("--no-sweep", dest="sweep", action="store_false",
-                    help="skip the small programs that each night runs first: every op on a few small shapes "
-                         "and non-finite values, and two motifs (conformance/generators/sweep.py)")
+                    help="leave out the small programs interleaved with the random ones: every op on a few small "
+                         "shapes and non-finite values, and two motifs (conformance/generators/sweep.py)")
     fz.add_argument("--no-small-examples", dest="small_examples", action="store_false",
                     help="draw every example full-size (by default half are small: regions one level deep, "
                          "3 statements a block, 3 calls)")
     fz.add_argument("--shrinks-per-class", type=_positive_int, default=3,
-                    help="shrink each mismatch class at most this often in all workers (default 3)")
-    fz.add_argument("--reductions-per-class", type=_count, default=8,
-                    help="looks (reduction only) at later hits of a class, in all workers: second looks at a "
-                         "shrunk class, and looks for a known issue no class met; 0 for none (default 8)")
+                    help="shrink a class of mismatch whose repro stays long at most this often in all workers "
+                         "(default 3)")
     fz.add_argument("--shrink-seconds", type=_positive_seconds, default=60.0,
-                    help="shrinking budget per chunk of examples (default 60)")
+                    help="shrinking budget per class of mismatch and shrink, in seconds (default 60)")
+    fz.add_argument("--shrink-calls", type=_positive_int,
+                    help="shrinking budget per class in candidate runs instead of seconds: with --seed and "
+                         "--max-examples, the night is the same on any machine")
     fz.add_argument("--recycle-after", type=_positive_int, default=2000,
                     help="restart a worker after this many examples (default 2000)")
     fz.add_argument("--max-rss-mb", type=_positive_int, default=3000,
@@ -177,7 +160,8 @@ def _load_backend(spec: str):
 
 
 def cmd_fuzz(args) -> int:
-    from conformance.fuzz import FuzzConfig, load_baseline, run_fuzz
+    from conformance.night import NightConfig, run_night
+    from conformance.night.baseline import load_baseline
 
     _check_report_dir(args.report_dir)
     if args.db is not None:
@@ -199,18 +183,16 @@ def cmd_fuzz(args) -> int:
         except BadKnownIssues as exc:
             raise UsageError(f"--known-issues: {exc}") from None
     _load_backend(args.backend)  # fail fast, once, in the parent
-    cfg = FuzzConfig(
+    cfg = NightConfig(
         backend=args.backend, seconds=args.seconds, max_examples=args.max_examples, seed=args.seed,
         workers=args.workers, report_dir=args.report_dir, db=args.db, baseline=args.baseline,
-        known_issues=args.known_issues, chunk=args.chunk,
-        example_timeout=args.example_timeout, explore=args.explore, shrinks_per_class=args.shrinks_per_class,
-        reductions_per_class=args.reductions_per_class, keep_saturated=args.keep_saturated,
-        sweep=args.sweep, small_examples=args.small_examples,
-        shrink_seconds=args.shrink_seconds,
+        known_issues=args.known_issues, chunk=args.chunk, example_timeout=args.example_timeout,
+        shrinks_per_class=args.shrinks_per_class, sweep=args.sweep, small_examples=args.small_examples,
+        shrink_seconds=None if args.shrink_calls else args.shrink_seconds, shrink_calls=args.shrink_calls,
         recycle_after=args.recycle_after, max_rss_mb=args.max_rss_mb,
         command="python -m conformance " + " ".join(sys.argv[1:]),
     )
-    return run_fuzz(cfg)
+    return run_night(cfg)
 
 
 def cmd_replay(args) -> int:

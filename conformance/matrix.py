@@ -115,7 +115,7 @@ def run_matrix(backends: list[str], seconds: float, workers: int, seed: int | No
                docs: Path, use: dict[str, Path] | None = None) -> Path:
     """Fuzz each backend (or take the report folder `use` names for it) and write the matrix."""
     from conformance.backends import BackendUnavailable, get
-    from conformance.fuzz import FuzzConfig, run_fuzz
+    from conformance.night import NightConfig, run_night
 
     summaries: dict[str, dict | None] = {}
     dirs: dict[str, Path] = {}
@@ -133,7 +133,7 @@ def run_matrix(backends: list[str], seconds: float, workers: int, seed: int | No
             print(f"{spec}: not run ({exc})")
             summaries[spec] = None
             continue
-        run_fuzz(FuzzConfig(backend=spec, seconds=seconds, workers=workers, seed=seed, report_dir=folder,
+        run_night(NightConfig(backend=spec, seconds=seconds, workers=workers, seed=seed, report_dir=folder,
                             command=f"python -m conformance matrix --seconds {seconds:g}"))
         summaries[spec] = json.loads((folder / "summary.json").read_text())
     return write_matrix(summaries, dirs, docs)

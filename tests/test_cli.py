@@ -30,9 +30,13 @@ def test_seconds_must_be_positive(seconds):
     one_line_error(cli("fuzz", "--seconds", seconds), "--seconds")
 
 
-@pytest.mark.parametrize("fraction", ["1", "-0.1", "half"])
-def test_explore_must_be_a_fraction_below_one(fraction):
-    one_line_error(cli("fuzz", "--seconds", "1", "--explore", fraction), "--explore")
+@pytest.mark.parametrize("calls", ["0", "-5", "many"])
+def test_shrink_calls_must_be_a_positive_count(calls):
+    one_line_error(cli("fuzz", "--seconds", "1", "--shrink-calls", calls), "--shrink-calls")
+
+
+def test_an_option_of_the_old_engine_is_refused_in_one_line():
+    one_line_error(cli("fuzz", "--seconds", "1", "--explore", "0.5"), "--explore")
 
 
 def test_unknown_backend():

@@ -1,8 +1,8 @@
-"""The sweep of small programs (generators.sweep) and the small examples (suite.examples)."""
+"""The sweep of small programs (generators.sweep) and the small examples (engine.examples)."""
 
 from hypothesis import given, settings
 
-from conformance import suite
+from conformance import engine
 from conformance.backends import get
 from conformance.check import run_example
 from conformance.generators.schedules import SINGLE_CALL
@@ -89,7 +89,7 @@ def _limits(monkeypatch, examples=200):
     """The limits examples() drew each program and schedule under: (max_depth, max_statements,
     max_calls) of each of 200 examples."""
     drawn = []
-    programs, schedules = suite.programs, suite.schedules
+    programs, schedules = engine.programs, engine.schedules
 
     def recording_programs(*args, **limits):
         drawn.append([limits["max_depth"], limits["max_statements"]])
@@ -99,11 +99,11 @@ def _limits(monkeypatch, examples=200):
         drawn[-1].append(max_calls)
         return schedules(n_inputs, max_calls)
 
-    monkeypatch.setattr(suite, "programs", recording_programs)
-    monkeypatch.setattr(suite, "schedules", recording_schedules)
+    monkeypatch.setattr(engine, "programs", recording_programs)
+    monkeypatch.setattr(engine, "schedules", recording_schedules)
 
     @settings(max_examples=examples, database=None)
-    @given(suite.examples())
+    @given(engine.examples())
     def draw(example):
         pass
 
@@ -116,5 +116,5 @@ def test_half_the_examples_are_small(monkeypatch):
     small = limits.count((1, 3, 3))
     assert small + limits.count((3, 4, 6)) == len(limits) and 0.3 < small / len(limits) < 0.7, limits
     # Planted fault: every example full-size.
-    monkeypatch.setattr(suite, "SCOPES", ("full",))
+    monkeypatch.setattr(engine, "SCOPES", ("full",))
     assert (1, 3, 3) not in _limits(monkeypatch)

@@ -1,0 +1,105 @@
+"""Faults planted in thunder's grad-mode machinery to measure the engine on bugs it was not
+tuned to. Nothing under conformance/ imports this module or knows these faults: they were
+written after the engine, and the engine is judged on how soon a night catches each one
+(benchmarks/first_catch.py). Each is a backend SPEC: benchmarks.planted_faults:<name>.
+
+They differ from conformance.backends.mutants (the four parts broken outright, which the
+selfcheck proves the oracles tell apart): each breaks a part halfway, as a regression would.
+"""
+
+from __future__ import annotations
+
+import contextlib
+
+import torch
+
+from conformance.backends.mutants import _Mutant, _setattr
+
+
+class MarkerNeverReenables(_Mutant):
+    """The marker honours set_grad_enabled(False) but not (True): enable_grad inside no_grad,
+    and the end of a no_grad region, leave the traced grad mode off."""
+
+    part = "marker never re-enables grad"
+
+    def patched(self):
+        import thunder.torch as ltorch
+        from thunder.core.compile_data import get_compile_data
+
+        def meta(enabled):
+            cd = get_compile_data()
+            cd.is_grad_enabled = cd.is_grad_enabled and bool(enabled)
+
+        return _setattr(ltorch._set_grad_enabled_with_warning, "meta", meta)
+
+
+class WriteBackSkipped(_Mutant):
+    """The grad mode the function leaves is not written back to PyTorch after a call."""
+
+    part = "grad mode not written back"
+
+    def compile(self, fn):
+        call = super().compile(fn)
+
+        def without_write_back(*args, **kwargs):
+            before = torch.is_grad_enabled()
+            out = call(*args, **kwargs)
+            torch.set_grad_enabled(before)
+            return out
+
+        without_write_back.jfn = call.jfn
+        return without_write_back
+
+    def patched(self):
+        return contextlib.nullcontext()
+
+
+class VjpReadsInputTags(_Mutant):
+    """The VJP treats a symbol as constant when an input, not an output, carries the tag:
+    a value made under no_grad cuts the gradient of everything computed from it."""
+
+    part = "VJP reads the tag on inputs"
+
+    def patched(self):
+        import thunder.core.transforms as transforms
+        import thunder.transforms.autodiff as autodiff
+        from thunder.core.proxies import FloatProxy, ProxyTag, TensorProxy
+
+        def is_constant_for_vjp(symbol) -> bool:
+            args_non_diff = not any(isinstance(a, FloatProxy) or transforms._is_differentiable(a)
+                                    for a in symbol.flat_args)
+            tagged_input = any(ProxyTag.DETACHED_AUTOGRAD_GRAPH in a.tags for a in symbol.flat_args
+                               if isinstance(a, TensorProxy))
+            return (args_non_diff or symbol.are_all_args_constant
+                    or symbol.sym.id in transforms.nondifferentiable_vjp_symbols or tagged_input)
+
+        stack = contextlib.ExitStack()
+        stack.enter_context(_setattr(transforms, "is_constant_for_vjp", is_constant_for_vjp))
+        stack.enter_context(_setattr(autodiff, "is_constant_for_vjp", is_constant_for_vjp))
+        return stack
+
+
+class AmbientReadAsOn(_Mutant):
+    """thunder reads the ambient grad mode as on, whatever it is: in the trace and the cache."""
+
+    part = "ambient grad mode read as on"
+
+    def patched(self):
+        import thunder
+
+        class Torch:
+            def __getattr__(self, name):
+                return getattr(torch, name)
+
+            @staticmethod
+            def is_grad_enabled():
+                return True
+
+        return _setattr(thunder, "pytorch", Torch())
+
+
+marker_never_reenables = MarkerNeverReenables
+write_back_skipped = WriteBackSkipped
+vjp_reads_input_tags = VjpReadsInputTags
+ambient_read_as_on = AmbientReadAsOn
+FAULTS = ("marker_never_reenables", "write_back_skipped", "vjp_reads_input_tags", "ambient_read_as_on")

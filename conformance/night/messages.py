@@ -1,0 +1,51 @@
+"""What the night's processes tell each other: typed messages, one class per kind.
+
+Workers put them on the supervisor's queue; the supervisor forwards `Shrunk` to every worker's
+inbox, so that no two workers shrink the same class of mismatch twice over.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Beat:
+    """A worker is alive: its counts so far (of this incarnation)."""
+
+    worker: int
+    examples: int
+    rss_mb: float
+    constructs: dict[str, int] = field(default_factory=dict)
+    seconds: dict[str, float] = field(default_factory=dict)  # per activity
+
+
+@dataclass(frozen=True)
+class Shrunk:
+    """A class of mismatch was shrunk and recorded; `statements` of its repro, None where the
+    shrunk program showed the class only behind another (not recorded, see Worker.conclude)."""
+
+    worker: int
+    class_key: str
+    signature: str
+    known: str | None
+    statements: int | None
+
+
+@dataclass(frozen=True)
+class Hit:
+    """A later hit of a class already settled: counted, not shrunk."""
+
+    worker: int
+    class_key: str
+
+
+@dataclass(frozen=True)
+class Exit:
+    """A worker's last word: `done` (its budget or the night is over) or `recycle` (restart it)."""
+
+    last: Beat
+    why: str
+
+
+Message = Beat | Shrunk | Hit | Exit

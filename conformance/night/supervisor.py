@@ -1,0 +1,220 @@
+"""The night's parent process: start the workers, watch them, stop them, write the reports.
+
+    supervisor ──spawn──> worker 0..N-1  (night.worker: search, shrink, sweep, record)
+        ^   │                 │
+        │   └── Shrunk ──> inbox of every other worker (no class shrunk twice over)
+        └────── Beat / Shrunk / Hit / Exit ─────┘
+    then: merge findings/ -> triage (known issues, baseline) -> repros, HTML, summary.json
+
+What keeps an unattended night going: a worker that dies has the example it was running
+(current.json) reported as a crash and is restarted; one that stops beating where SIGALRM
+cannot reach is killed and its example reported as a hang; one past --recycle-after examples
+or --max-rss-mb exits and is restarted. Ctrl-C or SIGTERM stops the workers and still
+writes the reports; a second one quits at once.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import queue as queue_mod
+import shutil
+import sys
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from conformance.night.config import NightConfig
+from conformance.night.messages import Beat, Exit, Hit, Shrunk
+from conformance.night.signals import StopSignals
+from conformance.night.worker import worker_main
+
+CRASH_SIGNATURE = "crash.worker died"
+HANG_SIGNATURE = "hang.example timed out"
+
+
+@dataclass
+class Slot:
+    """A worker as the supervisor sees it, over all its incarnations."""
+
+    id: int
+    process: mp.process.BaseProcess | None = None
+    inbox: object = None
+    examples: int = 0  # over every incarnation
+    examples_now: int = 0  # of the running one
+    peak_rss_mb: float = 0.0
+    restarts: int = 0
+    crashes: int = 0
+    last_beat: float = field(default_factory=time.monotonic)
+    finished: str | None = None  # the running incarnation's Exit.why
+    constructs: Counter = field(default_factory=Counter)  # over finished incarnations
+    spent: Counter = field(default_factory=Counter)
+    now: Beat | None = None  # the running incarnation's last beat
+
+    def take(self, beat: Beat) -> None:
+        self.examples += beat.examples - self.examples_now
+        self.examples_now = beat.examples
+        self.peak_rss_mb = max(self.peak_rss_mb, beat.rss_mb)
+        self.now = beat
+
+    def close_incarnation(self) -> None:
+        if self.now is not None:
+            self.constructs.update(self.now.constructs)
+            self.spent.update(self.now.seconds)
+        self.now, self.examples_now, self.finished = None, 0, None
+
+
+class Supervisor:
+    def __init__(self, cfg: NightConfig, out=sys.stdout):
+        self.cfg, self.out = cfg, out
+        self.folder = Path(cfg.report_dir)
+        self.ctx = mp.get_context("spawn")  # a fresh interpreter per worker: no state shared through fork
+        self.messages = self.ctx.Queue()
+        self.stop = self.ctx.Event()
+        self.slots = [Slot(i) for i in range(cfg.workers)]
+        self.shrunk: list[Shrunk] = []  # every class shrunk tonight, for workers (re)started later
+        self.signatures: dict[str, str | None] = {}
+        self.hits: Counter = Counter()  # later hits of settled classes, per class
+        self.only_behind: Counter = Counter()  # classes whose shrunk programs showed them only behind others
+        self.crash_records: list[dict] = []
+        self.start = time.time()
+
+    # ------------------------------------------------------------------ running
+
+    def run(self, stopped: StopSignals) -> int:
+        shutil.rmtree(self.folder / "findings", ignore_errors=True)
+        (self.folder / "findings").mkdir(parents=True, exist_ok=True)
+        self.start = time.time()
+        for slot in self.slots:
+            self.launch(slot)
+        try:
+            self.watch(stopped)
+        finally:
+            self.stop.set()
+            for slot in self.slots:
+                if slot.process is not None and slot.process.is_alive():
+                    slot.process.terminate()
+                    slot.process.join(1)
+                    if slot.process.is_alive():
+                        slot.process.kill()
+            self.drain(0.05)
+        if self.progress:
+            self.out.write("\n")
+        return self.report(interrupted=stopped.received is not None)
+
+    @property
+    def progress(self) -> bool:
+        return self.cfg.progress if self.cfg.progress is not None else self.out.isatty()
+
+    def launch(self, slot: Slot) -> None:
+        slot.close_incarnation()
+        slot.inbox = self.ctx.Queue()
+        slot.process = self.ctx.Process(
+            target=worker_main, name=f"conformance-fuzz-{slot.id}", daemon=True,
+            args=(self.cfg, slot.id, slot.restarts, self.messages, slot.inbox, self.stop, self.start, self.shrunk))
+        slot.process.start()
+        slot.last_beat = time.monotonic()
+
+    def watch(self, stopped: StopSignals) -> None:
+        deadline = self.start + self.cfg.seconds
+        while any(s.process is not None for s in self.slots) and not stopped.received:
+            self.drain()
+            self.show(deadline)
+            for slot in self.slots:
+                if slot.process is not None:
+                    self.check(slot, deadline)
+            now = time.time()
+            if now >= deadline + self.cfg.grace:
+                break  # a shrink in flight past the grace period: its raw record is saved
+            if now >= deadline:
+                self.stop.set()
+        if stopped.received:  # the workers finish their example and exit; 3 s, then they are killed
+            print(f"{stopped.received}: stopping the workers, then writing the reports (again: quit at once)",
+                  file=sys.stderr, flush=True)
+            self.stop.set()
+            t_end = time.time() + 3
+            while time.time() < t_end and any(s.process is not None and s.process.is_alive() for s in self.slots):
+                self.drain(0.1)
+
+    def check(self, slot: Slot, deadline: float) -> None:
+        """Restart a worker that died, hung where SIGALRM cannot reach, or asked to be recycled."""
+        p = slot.process
+        stuck = time.monotonic() - slot.last_beat > self.cfg.example_timeout * 2 + 30
+        if p.is_alive() and not stuck:
+            return
+        if p.is_alive():  # stuck where SIGALRM cannot reach: kill, report as a hang
+            p.kill()
+            p.join()
+            self.crash_records.append(self.crash_record(slot, "no progress; worker killed", HANG_SIGNATURE))
+        else:
+            p.join()
+            self.drain(0.05)
+            if p.exitcode != 0 and slot.finished is None:
+                slot.crashes += 1
+                slot.examples += 1  # the example it died on: a backend that always crashes ends too
+                why = f"worker died with exit code {p.exitcode}" + (
+                    f" (signal {-p.exitcode})" if p.exitcode < 0 else "")
+                self.crash_records.append(self.crash_record(slot, why, CRASH_SIGNATURE))
+        slot.process = None
+        share = self.cfg.share(slot.id)
+        if slot.finished != "done" and not self.stop.is_set() and time.time() < deadline \
+                and (share is None or slot.examples < share):
+            slot.restarts += 1
+            self.launch(slot)
+
+    def drain(self, timeout: float = 0.2) -> None:
+        try:
+            msg = self.messages.get(timeout=timeout)
+        except queue_mod.Empty:
+            return
+        while True:
+            self.take(msg)
+            try:
+                msg = self.messages.get_nowait()
+            except queue_mod.Empty:
+                return
+
+    def take(self, msg) -> None:
+        if isinstance(msg, Exit):
+            slot = self.slots[msg.last.worker]
+            slot.take(msg.last)
+            slot.finished = msg.why
+        elif isinstance(msg, Beat):
+            self.slots[msg.worker].take(msg)
+        elif isinstance(msg, Shrunk):
+            self.shrunk.append(msg)
+            if msg.statements is not None:
+                self.signatures[msg.signature] = msg.known
+            else:
+                self.only_behind[msg.class_key] += 1
+            for slot in self.slots:
+                if slot.id != msg.worker and slot.inbox is not None:
+                    slot.inbox.put(msg)
+        elif isinstance(msg, Hit):
+            self.hits[msg.class_key] += 1
+        worker = msg.last.worker if isinstance(msg, Exit) else msg.worker
+        self.slots[worker].last_beat = time.monotonic()  # any message is a sign of life
+
+    def total(self) -> int:
+        return sum(s.examples for s in self.slots)
+
+    def show(self, deadline: float) -> None:
+        if self.progress:
+            left = max(0, deadline - time.time())
+            rate = self.total() / max(1e-9, time.time() - self.start)
+            new = sum(1 for k in self.signatures.values() if k is None)
+            self.out.write(f"\r{self.total()} examples, {rate:.1f}/s, {len(self.signatures)} signatures "
+                           f"({new} new), {left:.0f} s left   ")
+            self.out.flush()
+
+    def crash_record(self, slot: Slot, why: str, signature_kind: str) -> dict:
+        from conformance.night.crash import crash_record
+
+        return crash_record(self.cfg, slot.id, why, signature_kind, time.time() - self.start, self.total())
+
+    # ------------------------------------------------------------------ reporting
+
+    def report(self, interrupted: bool) -> int:
+        from conformance.night.summary import finish
+
+        return finish(self, interrupted)

@@ -1,0 +1,331 @@
+"""One worker process of a night: search, shrink, record, until the night or its budget ends.
+
+The loop, per round:
+1. search: one Hypothesis run of `chunk` random examples (a seed of its own per round). An
+   example fails on its first mismatch of a class not yet settled (`focus`); Hypothesis
+   shrinks each such class within the shrink budget, the last pass (engine.reduce_finding)
+   finishes it, and the finding is recorded;
+2. sweep: as many programs of this worker's share of the sweep (generators.sweep) as the search
+   ran, small enough to be repros as they are, recorded without shrinking.
+A class is settled once some worker recorded a repro of it of at most MAX_STATEMENTS
+statements, or shrank it `shrinks_per_class` times: its later hits are counted, not shrunk.
+Random programs come first in every round, so a fault in grad-mode handling, which needs a
+grad-mode construct that no one-op program has, shows in the night's first seconds.
+
+Nothing found is lost: a failure is written raw (`shrunk: false`) before it is shrunk, and
+the example running is in current.json, where the supervisor finds it if the worker dies.
+"""
+
+from __future__ import annotations
+
+import json
+import resource
+import signal
+import time
+from collections import Counter
+from pathlib import Path
+
+from conformance.night.config import NightConfig
+from conformance.night.messages import Beat, Exit, Hit, Shrunk
+from conformance.night.settled import Settled
+from conformance.report.records import write_atomic
+
+
+class ExampleTimeout(BaseException):
+    """An example ran past --example-timeout (raised by SIGALRM, caught by the worker)."""
+
+
+def _on_alarm(signum, frame):
+    raise ExampleTimeout()
+
+
+def rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def worker_main(cfg: NightConfig, wid: int, incarnation: int, outbox, inbox, stop, start: float,
+                shrunk: list[Shrunk]) -> None:
+    """The entry point of a worker process (spawned: a fresh interpreter)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the supervisor decides when to stop
+    signal.signal(signal.SIGALRM, _on_alarm)
+    Worker(cfg, wid, incarnation, outbox, inbox, stop, start, shrunk).main()
+
+
+class Worker:
+    def __init__(self, cfg: NightConfig, wid: int, incarnation: int, outbox, inbox, stop, start: float,
+                 shrunk: list[Shrunk]):
+        from conformance import known_issues
+        from conformance.backends import get
+        from conformance.check import run_example
+        from conformance.shrinking import Memo
+
+        self.cfg, self.wid, self.incarnation = cfg, wid, incarnation
+        self.outbox, self.inbox, self.stop, self.start = outbox, inbox, stop, start
+        self.backend = get(cfg.backend)
+        self.backend.spec = cfg.backend
+        self.issues = known_issues.load(cfg.known_issues or known_issues.PATH)
+        self.folder = Path(cfg.report_dir) / "findings" / f"w{wid}"
+        self.folder.mkdir(parents=True, exist_ok=True)
+        self.current = self.folder / "current.json"
+        self.deadline = start + cfg.seconds
+        self.budget = cfg.share(wid)
+        self.run = Memo(run_example)
+        self.settled = Settled(cfg.shrinks_per_class)
+        self.first_seen: dict[str, tuple[int, float]] = {}  # class -> (examples, seconds)
+        self.recorded: set[tuple[str, str | None]] = set()  # (class, known issue) the sweep recorded
+        self.constructs: Counter = Counter()  # examples per construct, for the conformance matrix
+        self.spent: Counter = Counter()  # seconds per activity
+        self.last_beat = 0.0
+        for s in shrunk:
+            self.settled.learn(s)
+
+    # ------------------------------------------------------------------ the loop
+
+    def main(self) -> None:
+        from conformance.generators.sweep import sweep_examples
+
+        if self.cfg.baseline is not None and self.incarnation == 0:
+            from conformance.night.baseline import load_baseline
+
+            self.replay_baseline(load_baseline(self.cfg.baseline)["mismatches"][self.wid::self.cfg.workers])
+        # Only a worker's first incarnation sweeps: a recycled one goes on with the night.
+        sweep = sweep_examples()[self.wid::self.cfg.workers] if self.cfg.sweep and self.incarnation == 0 else []
+        round_, swept = 0, 0
+        while not self.over():
+            before = self.run.misses
+            self.search(round_)
+            # As many sweep programs as the round ran examples (shrinking included): half the
+            # night's runs until the sweep is done, counted in runs, so a seed gives the same night.
+            n = max(self.cfg.chunk, self.run.misses - before)
+            self.sweep(sweep[swept:swept + n])
+            round_, swept = round_ + 1, swept + n
+            self.beat(force=True)
+        self.current.unlink(missing_ok=True)
+        self.outbox.put(Exit(self.beat_message(), self.why_over()))
+
+    def over(self) -> bool:
+        return self.why_over() is not None
+
+    def why_over(self) -> str | None:
+        n = self.run.misses
+        if self.stop.is_set() or time.time() >= self.deadline or (self.budget is not None and n >= self.budget):
+            return "done"
+        if n >= self.cfg.recycle_after or rss_mb() > self.cfg.max_rss_mb:
+            return "recycle"  # thunder keeps caches per jitted function: a fresh process frees them
+        return None
+
+    # ------------------------------------------------------------------ what others found
+
+    def read_inbox(self) -> None:
+        import queue
+
+        while True:
+            try:
+                self.settled.learn(self.inbox.get_nowait())
+            except queue.Empty:
+                return
+
+    def is_settled(self, key: str) -> bool:
+        return key in self.settled
+
+    # ------------------------------------------------------------------ running examples
+
+    def beat_message(self) -> Beat:
+        return Beat(self.wid, self.run.misses, rss_mb(), dict(self.constructs), dict(self.spent))
+
+    def beat(self, force: bool = False) -> None:
+        now = time.monotonic()
+        if force or now - self.last_beat > 1.0:
+            self.last_beat = now
+            self.outbox.put(self.beat_message())
+
+    def timed_run(self, program, schedule):
+        """The example's Result; a hang's Result where it runs past --example-timeout."""
+        from conformance.program import constructs
+        from conformance.serialize import encode
+
+        self.beat()
+        write_atomic(self.current, json.dumps({"program": encode(program), "schedule": encode(schedule)}))
+        before = self.run.misses
+        signal.setitimer(signal.ITIMER_REAL, self.cfg.example_timeout)
+        try:
+            result = self.run(program, self.backend, schedule)
+        except ExampleTimeout:
+            return self.hung(program, schedule)
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+        if self.run.misses > before:
+            self.constructs.update(constructs(program) or {"plain ops"})
+        return result
+
+    def hung(self, program, schedule):
+        from conformance.check import Result
+        from conformance.oracles.mismatch import Mismatch
+        from conformance.outcome import SideOutcome
+        from conformance.program import render
+
+        return Result(program, schedule, render(program), SideOutcome("eager"), SideOutcome(self.backend.name),
+                      [Mismatch("hang", "example timed out", "the whole example", "returned",
+                                f"still running after {self.cfg.example_timeout:g} s")])
+
+    def seconds(self) -> float:
+        return time.time() - self.start
+
+    # ------------------------------------------------------------------ search and shrink
+
+    def search(self, round_: int) -> None:
+        import hashlib
+
+        from hypothesis import HealthCheck, Phase, settings
+        from hypothesis.database import DirectoryBasedExampleDatabase
+
+        from conformance.engine import PHASES, examples, search
+        from conformance.shrinking import Budget
+
+        # Hypothesis's database (--db) is replayed once per worker, in its first round.
+        phases = [p for p in PHASES if p != Phase.reuse or (round_ == 0 and self.incarnation == 0)]
+        db = DirectoryBasedExampleDatabase(str(self.cfg.db)) if self.cfg.db else None
+        s = settings(max_examples=self.cfg.chunk, database=db, phases=phases, deadline=None, derandomize=False,
+                     report_multiple_bugs=True, print_blob=False, suppress_health_check=list(HealthCheck))
+        seed = None
+        if self.cfg.seed is not None:  # one seed per (night, worker, incarnation, round)
+            name = f"{self.cfg.seed}:{self.wid}:{self.incarnation}:{round_}".encode()
+            seed = int(hashlib.sha256(name).hexdigest()[:16], 16)
+        # Counted in runs only (--shrink-calls without --shrink-seconds), a seeded night is the same
+        # on any machine; the deadline still ends it, through check().
+        clock = self.cfg.shrink_seconds is not None
+        budget = Budget(seconds=self.cfg.shrink_seconds, calls=self.cfg.shrink_calls,
+                        run_seconds=max(1.0, self.deadline - time.time()) if clock else None, skip=self.is_settled)
+        n0, t0 = self.run.misses, time.time()
+        failures = search(examples(small=self.cfg.small_examples), self.check, s, budget, seed,
+                          digest=f"fuzz:{self.backend.name}")
+        self.spent["searching and shrinking (Hypothesis)"] += time.time() - t0
+        t1 = time.time()
+        for f in failures:
+            self.conclude(f.result, first_seen=(n0, t0 - self.start))
+        self.spent["shrinking (last pass)"] += time.time() - t1
+
+    def check(self, program, schedule):
+        """What Hypothesis fails on: the example led by its first mismatch of a class not settled."""
+        from conformance.engine import focus
+        from conformance.oracles.mismatch import class_key
+
+        if self.over():
+            return None
+        result = self.timed_run(program, schedule)
+        self.read_inbox()
+        if not result.mismatches:
+            return None
+        lead = focus(result, self.is_settled)
+        if lead is None:
+            self.outbox.put(Hit(self.wid, class_key(result.mismatches[0])))
+            return None
+        key = class_key(lead.mismatches[0])
+        self.first_seen.setdefault(key, (self.run.misses, self.seconds()))
+        if lead.mismatches[0].oracle == "hang":
+            # Not shrunk: each candidate could take the whole timeout.
+            self.record(lead, key, shrunk=True)
+            return None
+        if lead is result and not self.raw_path(key).exists():
+            self.record(lead, key, shrunk=False)  # nothing found is lost, even if shrinking never ends
+        return lead
+
+    def conclude(self, result, first_seen: tuple[int, float]) -> None:
+        """The last pass on a failure Hypothesis shrank; record it where it shows its class first.
+
+        A class found behind a settled one's mismatch (focus) that the reduced program shows only
+        behind it is not recorded: it may be a consequence of that bug, and a false alarm costs
+        a compiler engineer an hour."""
+        from conformance.engine import finding_of, focus, reduce_finding
+        from conformance.oracles.mismatch import class_key
+        from conformance.shrinking import Budget
+
+        key = class_key(result.mismatches[0])
+        if self.is_settled(key):
+            return  # another worker finished it while this one shrank
+        budget = Budget(seconds=self.cfg.reduction_seconds(self.deadline), calls=self.cfg.shrink_calls)
+        finding = reduce_finding(finding_of(result, self.backend.name, self.issues), self.backend, self.issues,
+                                 run=lambda p, b, s: self.timed_run(p, s), budget=budget, masked=self.is_settled)
+        again = self.timed_run(finding.result.program, finding.result.schedule)
+        if not again.mismatches or class_key(again.mismatches[0]) != key:
+            self.tell(Shrunk(self.wid, key, finding.signature, None, None))
+            return
+        finding = finding_of(focus(again, lambda k: k != key), self.backend.name, self.issues)
+        self.first_seen.setdefault(key, first_seen)
+        self.record(finding.result, key, shrunk=True, finding=finding)
+
+    def record(self, result, key: str, shrunk: bool, finding=None) -> None:
+        from conformance.engine import finding_of
+        from conformance.program import count_statements
+        from conformance.report.records import record_of, save
+
+        finding = finding or finding_of(result, self.backend.name, self.issues)
+        examples, seconds = self.first_seen.get(key, (self.run.misses, self.seconds()))
+        rec = record_of(finding, self.backend, examples=examples, seconds=seconds, command=self.cfg.command,
+                        seed=self.cfg.seed)
+        rec.update(shrunk=shrunk, **{"class": key})
+        if not shrunk:
+            write_atomic(self.raw_path(key), json.dumps(rec))
+            return
+        save(rec, self.folder, "w")
+        self.raw_path(key).unlink(missing_ok=True)
+        known = finding.known.id if finding.known else None
+        self.tell(Shrunk(self.wid, key, finding.signature, known, count_statements(result.program)))
+
+    def tell(self, s: Shrunk) -> None:
+        self.settled.learn(s)  # at once: the supervisor forwards it to the other workers only
+        self.outbox.put(s)
+
+    def raw_path(self, key: str) -> Path:
+        import hashlib
+
+        return self.folder / "raw" / f"{hashlib.sha1(key.encode()).hexdigest()[:16]}.json"
+
+    # ------------------------------------------------------------------ sweep and baseline
+
+    def sweep(self, programs) -> None:
+        """Small programs, recorded as they are: each has one to four statements. A class is
+        recorded again where its program is another known issue (one symptom can be two bugs)."""
+        from conformance.engine import finding_of
+        from conformance.oracles.mismatch import class_key
+
+        t0 = time.time()
+        for program, schedule in programs:
+            if self.over():
+                break
+            result = self.timed_run(program, schedule)
+            if not result.mismatches:
+                continue
+            key = class_key(result.mismatches[0])
+            finding = finding_of(result, self.backend.name, self.issues)
+            bug = (key, finding.known.id if finding.known else None)
+            if bug in self.recorded or (self.is_settled(key) and bug[1] is None):
+                self.outbox.put(Hit(self.wid, key))
+                continue
+            self.recorded.add(bug)
+            self.first_seen.setdefault(key, (self.run.misses, self.seconds()))
+            self.record(result, key, shrunk=True, finding=finding)
+        self.spent["sweeping small programs"] += time.time() - t0
+
+    def replay_baseline(self, entries: list[dict]) -> None:
+        """The previous night's repros, this worker's share, on the backend: a bug still there
+        is reported in seconds, and its class is settled where its repro is short."""
+        from conformance.engine import finding_of, focus
+        from conformance.night.baseline import shows
+        from conformance.oracles.mismatch import class_key
+        from conformance.serialize import decode
+
+        t0 = time.time()
+        for entry in entries:
+            if self.over():
+                break
+            if not entry.get("program") or entry.get("oracle") in ("crash", "hang"):  # not run again here
+                continue
+            result = self.timed_run(decode(entry["program"]), decode(entry["schedule"]))
+            hits = shows(entry, result)
+            if hits:
+                key = class_key(hits[0])
+                self.first_seen.setdefault(key, (self.run.misses, self.seconds()))
+                lead = focus(result, lambda k: k != key)
+                self.record(lead, key, shrunk=True, finding=finding_of(lead, self.backend.name, self.issues))
+        self.spent["replaying the baseline"] += time.time() - t0
