@@ -17,9 +17,8 @@ $(STAMP): pyproject.toml constraints.txt
 	$(PY) -m pip install --quiet -c constraints.txt -e .
 	@touch $(STAMP)
 
-# worksteal: the slow fake-backend nights sit next to each other in tests/test_fuzz.py, and
-# xdist's default hands neighbouring tests to one worker: two 126 s ones ran one after the
-# other, and make test took 662 s (350 s before the second was added).
+# worksteal: the fake-backend nights of tests/test_night.py sit next to each other, and xdist's
+# default hands neighbouring tests to one worker.
 test: $(STAMP)
 	$(PY) -m pytest -n auto --dist worksteal tests $(PYTEST_ARGS)
 

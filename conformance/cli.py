@@ -1,4 +1,4 @@
-"""`python -m conformance fuzz|replay|report|bench|selfcheck|matrix`.
+"""`python -m conformance fuzz|replay|report|bench|selfcheck|matrix|triage|findings|soak`.
 
 Exit codes: 0 nothing new; 1 new mismatches (or, for replay, some still reproduce);
 2 bad usage, or a backend that cannot be loaded, always with a one-line reason.
@@ -131,6 +131,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     tr = sub.add_parser("triage", help="print known_issues.toml entries for a run's new signatures")
     tr.add_argument("report_dir", type=Path, help="a report folder (with findings/) of fuzz or the suite")
+
+    sk = sub.add_parser("soak", help="count examples after which a hostile backend left global state changed")
+    sk.add_argument("--examples", type=_positive_int, default=10_000)
+    sk.add_argument("--seed", type=int, default=0)
+
+    fd = sub.add_parser("findings", help="write docs/findings.md from known_issues.toml")
+    fd.add_argument("--out", type=Path, default=Path("docs/findings.md"))
 
     rep = sub.add_parser("report", help="rewrite index.html and summary.json from a report folder's findings")
     rep.add_argument("report_dir", type=Path)
@@ -275,7 +282,32 @@ def cmd_triage(args) -> int:
     return 0
 
 
-COMMANDS = {"triage": cmd_triage, "matrix": cmd_matrix, "selfcheck": cmd_selfcheck, "fuzz": cmd_fuzz, "replay": cmd_replay, "report": cmd_report, "bench": cmd_bench}
+
+
+def cmd_findings(args) -> int:
+    from conformance.known_issues import load
+    from conformance.report.findings import findings_markdown
+
+    try:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(findings_markdown(load()))
+    except OSError as exc:
+        raise UsageError(f"cannot write {args.out} ({exc.strerror or exc})") from None
+    print(f"findings: {args.out}")
+    return 0
+
+
+def cmd_soak(args) -> int:
+    from conformance.soak import soak
+
+    result = soak(args.examples, args.seed)
+    print(result.line())
+    return 1 if result.leaks else 0
+
+
+COMMANDS = {"triage": cmd_triage, "matrix": cmd_matrix, "selfcheck": cmd_selfcheck, "fuzz": cmd_fuzz,
+            "replay": cmd_replay, "report": cmd_report, "bench": cmd_bench, "findings": cmd_findings,
+            "soak": cmd_soak}
 
 
 def main(argv: list[str] | None = None) -> int:

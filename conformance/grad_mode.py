@@ -1,9 +1,11 @@
-"""The one place that touches torch's global grad state.
+"""The one place that touches torch's global state.
 
 Everything else in the harness enters an ambient mode with `ambient(...)`, and gets
 grad mode and inference mode back as they were, whatever the program did (left grad
 disabled on return, raised inside a region) or the backend did (thunder writes its
-final grad mode back into PyTorch after each call).
+final grad mode back into PyTorch after each call). Each side of an example runs
+`isolated()`: whatever a backend leaves changed (grad mode, inference mode, autocast,
+the default dtype), the next example starts from the state this one started from.
 """
 
 from __future__ import annotations
@@ -41,6 +43,58 @@ class GradState:
 
 def current() -> GradState:
     return GradState(torch.is_grad_enabled(), torch.is_inference_mode_enabled())
+
+
+@dataclass(frozen=True)
+class GlobalState:
+    """Torch's process-wide state that a program or a backend can leave changed."""
+
+    grad_enabled: bool
+    inference_mode: bool
+    default_dtype: torch.dtype
+    autocast: tuple[tuple[str, bool, torch.dtype], ...]  # per device type: enabled, dtype
+
+
+AUTOCAST_DEVICES = ("cpu", "cuda")
+# Guards that turned a leaked inference mode off: kept for good, since a guard restores the
+# mode it found (inference mode on) when it is destroyed.
+_INFERENCE_OFF_GUARDS: list = []
+
+
+def snapshot() -> GlobalState:
+    return GlobalState(torch.is_grad_enabled(), torch.is_inference_mode_enabled(), torch.get_default_dtype(),
+                       tuple((d, torch.is_autocast_enabled(d), torch.get_autocast_dtype(d)) for d in AUTOCAST_DEVICES))
+
+
+def restore(state: GlobalState) -> list[str]:
+    """Set back whatever differs from `state`; the names of what differed."""
+    now = snapshot()
+    changed = [f for f in ("inference_mode", "grad_enabled", "default_dtype", "autocast")
+               if getattr(now, f) != getattr(state, f)]
+    if now.inference_mode != state.inference_mode:
+        guard = torch._C._InferenceMode(state.inference_mode)  # noqa: SLF001 - no public setter exists
+        _INFERENCE_OFF_GUARDS.append(guard)
+    if torch.is_grad_enabled() != state.grad_enabled:
+        torch._C._set_grad_enabled(state.grad_enabled)
+    if now.default_dtype != state.default_dtype:
+        torch.set_default_dtype(state.default_dtype)
+    for device, enabled, dtype in state.autocast:
+        torch.set_autocast_enabled(device, enabled)
+        torch.set_autocast_dtype(device, dtype)
+    return changed
+
+
+@contextlib.contextmanager
+def isolated(changed: list[str] | None = None) -> Iterator[None]:
+    """Run the block, then restore torch's global state as it was; `changed` gets what the
+    block had left changed."""
+    before = snapshot()
+    try:
+        yield
+    finally:
+        left = restore(before)
+        if changed is not None:
+            changed.extend(left)
 
 
 @contextlib.contextmanager

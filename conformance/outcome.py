@@ -84,3 +84,5 @@ class SideOutcome:
     cache: CacheStats | None = None  # None: the backend has no cache counters
     recompile_policy: str | None = None  # see oracles.recompiles.expected_compilations
     setup_error: ErrorInfo | None = None
+    # The backend raised when asked for its cache counters or traces (stage "cache_stats" or "trace_facts").
+    introspection_error: ErrorInfo | None = None

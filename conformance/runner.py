@@ -211,7 +211,22 @@ def run_call(
 
 def run(program: Program, backend, schedule: Schedule, source: str | None = None,
         timer: Timer | None = None) -> SideOutcome:
-    """Run the program on one side: `backend` is None for eager, else a Backend object."""
+    """Run the program on one side: `backend` is None for eager, else a Backend object.
+    Whatever the side leaves changed in torch's global state is set back (grad_mode.isolated)."""
+    with grad_mode.isolated():
+        return _run(program, backend, schedule, source, timer)
+
+
+def _introspect(side: SideOutcome, what: str, ask: Callable):
+    """A backend's answer to cache_stats or trace_facts; None, noted, where asking raises."""
+    try:
+        return ask()
+    except Exception as exc:  # a plug-in's introspection failing must not lose the example
+        side.introspection_error = side.introspection_error or error_info(exc, what)
+        return None
+
+
+def _run(program: Program, backend, schedule: Schedule, source: str | None, timer: Timer | None) -> SideOutcome:
     side = SideOutcome("eager" if backend is None else backend.name)
     label = "eager" if backend is None else "backend"
     params: list[torch.Tensor] = []
@@ -230,9 +245,9 @@ def run(program: Program, backend, schedule: Schedule, source: str | None = None
         outcome, _ = run_call(program, callee, spec, index, params, record_set_grad=backend is None,
                               timer=timer, side=label)
         if backend is not None:
-            outcome.traces = backend.trace_facts(callee)
+            outcome.traces = _introspect(side, "trace_facts", lambda: backend.trace_facts(callee))
         side.calls.append(outcome)
     if backend is not None:
-        side.cache = backend.cache_stats(callee)
+        side.cache = _introspect(side, "cache_stats", lambda: backend.cache_stats(callee))
         side.recompile_policy = getattr(backend, "recompile_policy", None)
     return side

@@ -195,3 +195,78 @@ FAULTS = {
 # Factories for SPECs: conformance.backends.faulty:<name>
 for _name, _cls in FAULTS.items():
     globals()[_name] = _cls
+
+
+class _FailsInBackward(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        return x.view_as(x)
+
+    @staticmethod
+    def backward(ctx, grad):
+        raise RuntimeError("chaotic backend: raised in backward")
+
+
+class Chaotic(_Wrapping):
+    """For the soak (conformance/soak.py): at seeded random points it raises (compile, call,
+    backward, cache_stats, trace_facts) or leaves torch's global state changed (grad mode,
+    inference mode, autocast, the default dtype). What it did is counted in `done`."""
+
+    fault = "raises at random points and leaves global state changed"
+    FAULTS = ("compile", "call", "backward", "cache_stats", "trace_facts",
+              "grad mode", "inference mode", "autocast", "default dtype")
+    P = 0.05  # per fault and chance: most examples see none, every fault shows in a few hundred
+
+    def __init__(self, seed: int = 0):
+        super().__init__()
+        import random
+        from collections import Counter
+
+        self.random = random.Random(seed)
+        self.done: Counter = Counter()
+        self.leaked: list = []  # inference-mode contexts entered and never exited, kept alive
+
+    def _chance(self, fault: str) -> bool:
+        if self.random.random() < self.P:
+            self.done[fault] += 1
+            return True
+        return False
+
+    def compile(self, fn):
+        if self._chance("compile"):
+            raise RuntimeError("chaotic backend: raised in compile")
+        return super().compile(fn)
+
+    def call(self, fn, args, compiled):
+        if self._chance("call"):
+            raise RuntimeError("chaotic backend: raised in call")
+        out = fn(*args)
+        if self._chance("backward"):
+            out = tuple(_FailsInBackward.apply(x) if isinstance(x, torch.Tensor) and x.requires_grad else x
+                        for x in (out if isinstance(out, tuple) else (out,)))
+            out = out if len(out) > 1 else out[0]
+        if self._chance("grad mode"):
+            torch.set_grad_enabled(not torch.is_grad_enabled())
+        if self._chance("inference mode"):
+            cm = torch.inference_mode()
+            cm.__enter__()
+            self.leaked.append(cm)
+        if self._chance("autocast"):
+            torch.set_autocast_enabled("cpu", True)
+            torch.set_autocast_dtype("cpu", torch.float16)
+        if self._chance("default dtype"):
+            torch.set_default_dtype(torch.float64)
+        return out
+
+    def cache_stats(self, compiled):
+        if self._chance("cache_stats"):
+            raise RuntimeError("chaotic backend: raised in cache_stats")
+        return super().cache_stats(compiled)
+
+    def trace_facts(self, compiled):
+        if self._chance("trace_facts"):
+            raise RuntimeError("chaotic backend: raised in trace_facts")
+        return None
+
+
+chaotic = Chaotic

@@ -14,6 +14,15 @@ from conformance.outcome import SideOutcome
 
 
 def check(eager: SideOutcome, backend: SideOutcome) -> list[Mismatch]:
+    out = _check_calls(eager, backend)
+    if backend.introspection_error is not None:  # the harness asked, not the user: reported last
+        err = backend.introspection_error
+        out.append(Mismatch("exceptions", f"backend raised during {err.stage}", err.stage, "not asked",
+                            err.line()))
+    return out
+
+
+def _check_calls(eager: SideOutcome, backend: SideOutcome) -> list[Mismatch]:
     if eager.setup_error or backend.setup_error:
         if bool(eager.setup_error) != bool(backend.setup_error):
             e, b = eager.setup_error, backend.setup_error
