@@ -253,3 +253,52 @@ class Hostile(_Wrapping):
     def versions(self) -> dict[str, str]:
         return {"torch": torch.__version__, HOSTILE: HOSTILE}
 hostile = Hostile
+
+
+# A backend that breaks the process its worker runs in, each time another way: a night must
+# report each example and go on. It breaks at the 12th call with grad off in a process (so each
+# incarnation of a worker runs a few examples first) and perturbs outputs otherwise (so a night
+# has other findings). Which break comes next is counted in the file $BREAKS_COUNTER, since
+# each incarnation is a fresh process; after the last one it only perturbs outputs.
+BREAKS = ("segfault", "os._exit(0)", "output flood", "memory", "block in C")
+
+
+class BreaksEveryWay(_Wrapping):
+    fault = "breaks its process under no_grad, each time another way"
+    grad_off_calls = 0
+
+    def call(self, fn, args, compiled):
+        if not torch.is_grad_enabled():
+            BreaksEveryWay.grad_off_calls += 1
+            if BreaksEveryWay.grad_off_calls >= 12:
+                self.brk()
+        return PerturbsOutputs.call(self, fn, args, compiled)
+
+    def brk(self):
+        from pathlib import Path
+
+        counter = Path(os.environ["BREAKS_COUNTER"])
+        n = int(counter.read_text()) if counter.exists() else 0
+        if n >= len(BREAKS):
+            return
+        counter.write_text(str(n + 1))
+        if BREAKS[n] == "segfault":
+            import ctypes
+
+            ctypes.string_at(0)
+        elif BREAKS[n] == "os._exit(0)":
+            os._exit(0)
+        elif BREAKS[n] == "output flood":
+            while True:
+                os.write(2, b"x" * 2**20)
+        elif BREAKS[n] == "memory":
+            hoard = []
+            while True:
+                hoard.append(b"x" * (100 * 2**20))  # written, so resident
+        else:  # a key derivation of 2^31 rounds: C that never returns to the interpreter, nor runs SIGALRM's handler
+            import hashlib
+
+            hashlib.pbkdf2_hmac("sha256", b"x", b"y", 2**31 - 1)
+
+
+breaks_every_way = BreaksEveryWay

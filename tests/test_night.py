@@ -54,8 +54,8 @@ def test_a_dying_worker_is_reported_as_a_crash_and_restarted(tmp_path):
     assert proc.returncode == 1, proc.stdout + proc.stderr
     s = summary(tmp_path)
     crashes = [m for m in s["mismatches"] if m["oracle"] == "crash"]
-    assert crashes and all(m["program"] for m in crashes), s["mismatches"]  # the example it died on
-    assert s["workers"][0]["crashes"] == 3 and s["workers"][0]["restarts"] == 2
+    assert len(crashes) == 1 and crashes[0]["program"], s["mismatches"]  # one bug, the smallest example
+    assert crashes[0]["hits"] == 3 and s["workers"][0]["crashes"] == 3 and s["workers"][0]["restarts"] == 2
     repro = tmp_path / crashes[0]["repro"]
     assert "compile_with_backend" in repro.read_text()
 
@@ -71,38 +71,47 @@ def _records(folder: Path) -> list[Path]:
     return [p for p in folder.glob("**/*.json") if p.name != "current.json"] if folder.exists() else []
 
 
-@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
-def test_a_stop_signal_stops_the_night_and_keeps_what_was_found(tmp_path, sig):
-    # SIGTERM: what a CI runner sends a job it cancels. A baseline bug not hit tonight is not
+@pytest.mark.parametrize("signals", [(signal.SIGINT,), (signal.SIGTERM,), (signal.SIGINT, signal.SIGINT)],
+                         ids=["ctrl-c", "sigterm", "ctrl-c twice"])
+def test_a_stop_signal_stops_the_night_and_keeps_what_was_found(tmp_path, signals):
+    # SIGTERM: what a CI runner sends a job it cancels. Twice: the workers are killed at once,
+    # mid-shrink, and the reports are still written. A baseline bug not hit tonight is not
     # replayed after a stop (replays take up to a minute).
     baseline = tmp_path / "baseline.json"
     baseline.write_text(json.dumps({"mismatches": [{"signature": "outputs.value | x @ never | on", "program": None}]}))
-    folder = tmp_path / "night"
+    folder, db = tmp_path / "night", tmp_path / "db"
     proc = subprocess.Popen([sys.executable, "-m", "conformance", "fuzz", *BOUNDED, "--backend",
                              "conformance.backends.faulty:perturbs_outputs", "--report-dir", str(folder),
-                             "--seed", "3", "--baseline", str(baseline)],
+                             "--seed", "3", "--baseline", str(baseline), "--db", str(db)],
                             cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             preexec_fn=_as_in_a_terminal)
     while proc.poll() is None and not _records(folder / "findings"):
         time.sleep(0.2)
-    proc.send_signal(sig)
+    for sig in signals:
+        proc.send_signal(sig)
+        time.sleep(0.1)
     out, err = proc.communicate(timeout=120)  # a safety net: the night itself would run 600 s
     s = summary(folder)
     assert s["interrupted"] is True
     assert any(m["oracle"] == "outputs" for m in s["mismatches"]), out + err
     assert s["baseline_not_replayed"] == ["outputs.value | x @ never | on"]
     assert (folder / "index.html").exists()
+    # The example database is whole: the next night replays it.
+    assert night(tmp_path / "next", "conformance.backends.faulty:perturbs_outputs", 10, 4, "--db", str(db))
 
 
-def test_a_stop_signal_sets_a_flag_and_a_second_one_quits_at_once():
+def test_a_first_signal_sets_a_flag_a_second_hurries_a_third_quits():
     # A KeyboardInterrupt raised wherever the first signal lands could cut a queue message
-    # in half and leave the supervisor blocked; the flag is read by the loop instead.
+    # in half and leave the supervisor blocked; the flags are read by the loop instead.
     before = signal.signal(signal.SIGINT, signal.default_int_handler)  # as in a foreground run
     with StopSignals() as stopped:
         os.kill(os.getpid(), signal.SIGINT)
         time.sleep(0.05)
-        assert stopped.received == "SIGINT"
-        assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL  # a second SIGTERM kills
+        assert stopped.received == "SIGINT" and not stopped.hurried
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(0.05)
+        assert stopped.hurried
+        assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL  # a third SIGTERM kills
         with pytest.raises(KeyboardInterrupt):
             os.kill(os.getpid(), signal.SIGINT)
             time.sleep(0.05)
@@ -215,14 +224,30 @@ def test_a_slot_counts_examples_over_its_incarnations():
 
 def test_a_worker_that_dies_between_examples_is_reported_without_a_program(tmp_path):
     from conformance.night.config import NightConfig
-    from conformance.night.crash import crash_record
-    from conformance.night.supervisor import CRASH_SIGNATURE
+    from conformance.night.crash import DIED, RunFailure, crash_record
     from conformance.report.write import write_run
 
     cfg = NightConfig(backend="eager", seconds=1, report_dir=tmp_path)  # no current.json
-    rec = crash_record(cfg, 0, "worker died with exit code -11 (signal 11)", CRASH_SIGNATURE, 1.0, 10)
+    rec = crash_record(cfg, 0, RunFailure(*DIED, "exit code -11 (signal 11)"), "", 1.0, 10)
     assert rec["program"] is None and rec["statements"] == 0
     write_run(tmp_path, backend_name="eager", seed=None, command="", examples=10, seconds=5.0, records=[rec])
     repro = next(tmp_path.glob("*/repro.py"))
     proc = subprocess.run([sys.executable, str(repro)], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2, proc.stdout + proc.stderr  # a repro that cannot run, not a pass
+
+
+def test_a_backend_that_breaks_its_process_is_a_finding_and_the_night_goes_on(tmp_path, monkeypatch):
+    # It segfaults, calls os._exit(0), writes without end, allocates without end and blocks in C,
+    # one after the other: each is a finding with its program, and the night keeps its others.
+    monkeypatch.setenv("BREAKS_COUNTER", str(tmp_path / "breaks"))
+    s = night(tmp_path / "night", "tests.fake_backends:breaks_every_way", 60, 1, "--example-timeout", "2",
+              "--max-rss-mb", "1000")
+    broke = {m["signature"]: m for m in s["mismatches"] if m["oracle"] in ("crash", "hang")}
+    assert set(broke) == {"crash.worker died | exit code -11 (signal 11)", "crash.worker died | exit code 0",
+                          "crash.output flood | worker wrote more than 64 MB; killed",
+                          "crash.out of memory | worker past 2000 MB; killed",
+                          "hang.example timed out | no progress where SIGALRM cannot stop it; worker killed"}, broke
+    grad_off = {"no_grad", "set_grad_enabled_false", "inference_mode"}
+    assert all(m["program"] and grad_off & {c["ambient"] for c in m["schedule"]} for m in broke.values())
+    assert any(m["oracle"] == "outputs" for m in s["mismatches"]), s["mismatches"]
+    assert s["workers"][0]["restarts"] == 5

@@ -1,16 +1,37 @@
-"""The record of an example that killed its worker or hung where SIGALRM cannot reach."""
+"""The record of an example that broke its worker: it died, hung where SIGALRM cannot reach it,
+ran out of memory, or wrote without end."""
 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 
 from conformance.night.config import NightConfig
 
 
-def crash_record(cfg: NightConfig, wid: int, why: str, signature_kind: str, seconds: float, examples: int) -> dict:
-    """A record for the example a dead or stuck worker was running."""
-    from conformance.program import constructs, count_statements, render, render_body
+@dataclass(frozen=True)
+class RunFailure:
+    oracle: str  # "crash" or "hang"
+    aspect: str  # "worker died", "out of memory", "output flood", "example timed out"
+    detail: str  # what tells two failures of the aspect apart: "exit code -11 (signal 11)"
+
+    @property
+    def signature(self) -> str:
+        # No constructs: one bug that breaks the process on many programs is one signature,
+        # whose record keeps the smallest of them.
+        return f"{self.oracle}.{self.aspect} | {self.detail}"
+
+
+DIED = "crash", "worker died"
+OUT_OF_MEMORY = "crash", "out of memory"
+FLOOD = "crash", "output flood"
+STUCK = "hang", "example timed out"
+
+
+def crash_record(cfg: NightConfig, wid: int, failure: RunFailure, note: str, seconds: float, examples: int) -> dict:
+    """A record for the example a dead or killed worker was running (its current.json)."""
+    from conformance.program import count_statements, render, render_body
     from conformance.serialize import decode
 
     path = Path(cfg.report_dir) / "findings" / f"w{wid}" / "current.json"
@@ -18,20 +39,18 @@ def crash_record(cfg: NightConfig, wid: int, why: str, signature_kind: str, seco
         data = json.loads(path.read_text())
         program, schedule = decode(data["program"]), decode(data["schedule"])
     except (OSError, ValueError, KeyError):
-        program = schedule = None
-    used = " ".join(sorted(constructs(program))) if program else "unknown program"
-    modes = ",".join(c.ambient for c in schedule) if schedule else ""
-    oracle = signature_kind.split(".")[0]
+        data, program, schedule = None, None, None
+    why = f"{failure.detail}; {note}" if note else failure.detail
     return {
-        "signature": f"{signature_kind} @ {used} | {modes}", "oracle": oracle, "aspect": signature_kind.split(".", 1)[1],
-        "known": None, "known_title": None, "summary": f"[{signature_kind}] {why}",
-        "mismatches": [{"oracle": oracle, "aspect": signature_kind.split(".", 1)[1], "where": "worker process",
+        "signature": failure.signature, "oracle": failure.oracle, "aspect": failure.aspect,
+        "known": None, "known_title": None, "summary": f"[{failure.oracle}.{failure.aspect}] {why}",
+        "mismatches": [{"oracle": failure.oracle, "aspect": failure.aspect, "where": "worker process",
                         "eager": "returned", "backend": why, "call": None, "ambient": None, "line": why}],
         "statements": count_statements(program) if program else 0,
-        "inputs": "", "calls": [],
+        "inputs": "", "calls": [c.ambient for c in schedule] if schedule else [],
         "body": render_body(program) if program else "(the example could not be recovered)",
         "source": render(program) if program else "", "program": data["program"] if program else None,
         "schedule": data["schedule"] if program else None, "backend": cfg.backend, "backend_spec": cfg.backend,
         "versions": {}, "hits": 1, "found_after_examples": examples, "found_after_seconds": seconds,
-        "seed": cfg.seed, "command": cfg.command, "traces": None, "shrunk": False, "class": signature_kind,
+        "seed": cfg.seed, "command": cfg.command, "traces": None, "shrunk": False, "class": failure.signature,
     }

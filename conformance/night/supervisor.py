@@ -25,13 +25,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from conformance.night.config import NightConfig
+from conformance.night.crash import DIED, FLOOD, OUT_OF_MEMORY, STUCK, RunFailure, crash_record
 from conformance.night.messages import Beat, Exit, Hit, Shrunk
 from conformance.night.signals import StopSignals
-from conformance.night.worker import worker_main
+from conformance.night.worker import output_log, rss_mb, worker_main
 
-CRASH_SIGNATURE = "crash.worker died"
-HANG_SIGNATURE = "hang.example timed out"
-
+# What a worker may write to its output (findings/w<N>/output-<incarnation>.log) before it is
+# taken for a backend that writes without end, and killed.
+MAX_OUTPUT_BYTES = 64 * 2**20
+# A worker beats before each example, and an example past --example-timeout is stopped by
+# SIGALRM: silence past this (plus the timeout) means it is stuck where SIGALRM cannot reach.
+STUCK_MARGIN_S = 10.0
+STARTUP_S = 120.0  # importing torch and the backend, before the first beat
 
 @dataclass
 class Slot:
@@ -47,6 +52,7 @@ class Slot:
     crashes: int = 0
     last_beat: float = field(default_factory=time.monotonic)
     finished: str | None = None  # the running incarnation's Exit.why
+    started: bool = False  # the running incarnation has beaten once
     constructs: Counter = field(default_factory=Counter)  # over finished incarnations
     spent: Counter = field(default_factory=Counter)
     now: Beat | None = None  # the running incarnation's last beat
@@ -61,7 +67,7 @@ class Slot:
         if self.now is not None:
             self.constructs.update(self.now.constructs)
             self.spent.update(self.now.seconds)
-        self.now, self.examples_now, self.finished = None, 0, None
+        self.now, self.examples_now, self.finished, self.started = None, 0, None, False
 
 
 class Supervisor:
@@ -129,32 +135,47 @@ class Supervisor:
             if now >= deadline:
                 self.stop.set()
         if stopped.received:  # the workers finish their example and exit; 3 s, then they are killed
-            print(f"{stopped.received}: stopping the workers, then writing the reports (again: quit at once)",
+            print(f"{stopped.received}: stopping the workers, then writing the reports (again: kill them now)",
                   file=sys.stderr, flush=True)
             self.stop.set()
             t_end = time.time() + 3
-            while time.time() < t_end and any(s.process is not None and s.process.is_alive() for s in self.slots):
+            while time.time() < t_end and not stopped.hurried \
+                    and any(s.process is not None and s.process.is_alive() for s in self.slots):
                 self.drain(0.1)
 
+    def misbehaving(self, slot: Slot) -> tuple[RunFailure, str] | None:
+        """(failure, note) for a live worker to kill: stuck where SIGALRM cannot reach it, past
+        twice --max-rss-mb of memory, or writing without end; None if it is well."""
+        silent = time.monotonic() - slot.last_beat
+        if silent > (self.cfg.example_timeout + STUCK_MARGIN_S if slot.started else STARTUP_S):
+            return RunFailure(*STUCK, "no progress where SIGALRM cannot stop it; worker killed"), f"{silent:.0f} s"
+        if rss_mb(slot.process.pid) > 2 * self.cfg.max_rss_mb:
+            return RunFailure(*OUT_OF_MEMORY, f"worker past {2 * self.cfg.max_rss_mb} MB; killed"), ""
+        log = output_log(self.cfg, slot.id, slot.restarts)
+        if log.exists() and log.stat().st_size > MAX_OUTPUT_BYTES:
+            return RunFailure(*FLOOD, f"worker wrote more than {MAX_OUTPUT_BYTES // 2**20} MB; killed"), str(log)
+        return None
+
     def check(self, slot: Slot, deadline: float) -> None:
-        """Restart a worker that died, hung where SIGALRM cannot reach, or asked to be recycled."""
+        """Restart a worker that died, misbehaved (hang, memory, output), or asked to be recycled."""
         p = slot.process
-        stuck = time.monotonic() - slot.last_beat > self.cfg.example_timeout * 2 + 30
-        if p.is_alive() and not stuck:
+        bad = self.misbehaving(slot) if p.is_alive() else None
+        if p.is_alive() and bad is None:
             return
-        if p.is_alive():  # stuck where SIGALRM cannot reach: kill, report as a hang
+        if p.is_alive():
             p.kill()
             p.join()
-            self.crash_records.append(self.crash_record(slot, "no progress; worker killed", HANG_SIGNATURE))
+            slot.examples += 1  # the example it was killed on
+            self.crash_records.append(self.crash_record(slot, *bad))
         else:
             p.join()
             self.drain(0.05)
-            if p.exitcode != 0 and slot.finished is None:
+            if slot.finished is None:  # no Exit message: it died (os._exit(0) too), not by its own choice
                 slot.crashes += 1
                 slot.examples += 1  # the example it died on: a backend that always crashes ends too
-                why = f"worker died with exit code {p.exitcode}" + (
-                    f" (signal {-p.exitcode})" if p.exitcode < 0 else "")
-                self.crash_records.append(self.crash_record(slot, why, CRASH_SIGNATURE))
+                code = f"exit code {p.exitcode}" + (f" (signal {-p.exitcode})" if p.exitcode < 0 else "")
+                log = output_log(self.cfg, slot.id, slot.restarts)
+                self.crash_records.append(self.crash_record(slot, RunFailure(*DIED, code), f"its output: {log}"))
         slot.process = None
         share = self.cfg.share(slot.id)
         if slot.finished != "done" and not self.stop.is_set() and time.time() < deadline \
@@ -181,6 +202,7 @@ class Supervisor:
             slot.finished = msg.why
         elif isinstance(msg, Beat):
             self.slots[msg.worker].take(msg)
+            self.slots[msg.worker].started = True
         elif isinstance(msg, Shrunk):
             self.shrunk.append(msg)
             if msg.statements is not None:
@@ -207,10 +229,8 @@ class Supervisor:
                            f"({new} new), {left:.0f} s left   ")
             self.out.flush()
 
-    def crash_record(self, slot: Slot, why: str, signature_kind: str) -> dict:
-        from conformance.night.crash import crash_record
-
-        return crash_record(self.cfg, slot.id, why, signature_kind, time.time() - self.start, self.total())
+    def crash_record(self, slot: Slot, failure: RunFailure, note: str) -> dict:
+        return crash_record(self.cfg, slot.id, failure, note, time.time() - self.start, self.total())
 
     # ------------------------------------------------------------------ reporting
 

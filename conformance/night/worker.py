@@ -19,6 +19,7 @@ the example running is in current.json, where the supervisor finds it if the wor
 from __future__ import annotations
 
 import json
+import os
 import resource
 import signal
 import time
@@ -39,8 +40,29 @@ def _on_alarm(signum, frame):
     raise ExampleTimeout()
 
 
-def rss_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+def rss_mb(pid: int | None = None) -> float:
+    """This process's peak resident memory in MB; another's, current, where `pid` is given."""
+    if pid is None:
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    try:
+        pages = int(Path(f"/proc/{pid}/statm").read_text().split()[1])
+    except (OSError, ValueError, IndexError):  # gone, or no /proc here
+        return 0.0
+    return pages * resource.getpagesize() / 2**20
+
+
+def output_log(cfg: NightConfig, wid: int, incarnation: int) -> Path:
+    """Where a worker's stdout and stderr go: a backend's prints and a worker's last traceback."""
+    return Path(cfg.report_dir) / "findings" / f"w{wid}" / f"output-{incarnation}.log"
+
+
+def _to_log(path: Path) -> None:
+    # At the descriptor level, so that output written from C lands there too.
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    for stream in (1, 2):
+        os.dup2(fd, stream)
+    os.close(fd)
 
 
 def worker_main(cfg: NightConfig, wid: int, incarnation: int, outbox, inbox, stop, start: float,
@@ -48,6 +70,7 @@ def worker_main(cfg: NightConfig, wid: int, incarnation: int, outbox, inbox, sto
     """The entry point of a worker process (spawned: a fresh interpreter)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the supervisor decides when to stop
     signal.signal(signal.SIGALRM, _on_alarm)
+    _to_log(output_log(cfg, wid, incarnation))
     Worker(cfg, wid, incarnation, outbox, inbox, stop, start, shrunk).main()
 
 
@@ -78,6 +101,7 @@ class Worker:
         self.last_beat = 0.0
         for s in shrunk:
             self.settled.learn(s)
+        self.beat(force=True)  # started: from now on, silence means stuck
 
     # ------------------------------------------------------------------ the loop
 
