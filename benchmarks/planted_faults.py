@@ -5,6 +5,8 @@ written after the engine, and the engine is judged on how soon a night catches e
 
 They differ from conformance.backends.mutants (the four parts broken outright, which the
 selfcheck proves the oracles tell apart): each breaks a part halfway, as a regression would.
+They use nothing of the harness but _Mutant and _setattr, so that the engine of an older
+checkout (benchmarks/first_catch.py --engine) runs them too.
 """
 
 from __future__ import annotations

@@ -20,16 +20,16 @@ from hypothesis.errors import Unsatisfiable
 from conformance import known_issues as KI
 from conformance.check import Result, raise_for, run_example
 from conformance.generators import STATEMENT_KINDS, programs, schedules
-from conformance.oracles.mismatch import ConformanceMismatch, class_key
+from conformance.oracles.mismatch import BugClass, ConformanceMismatch, class_key
 from conformance.program import REGION_KINDS
 from conformance.reduction import reduce
-from conformance.report.signatures import signature
+from conformance.report.signatures import Signature, signature
 from conformance.shrinking import DEFAULT_SHRINK_SECONDS, Budget, shrink_budget
 
 
 @dataclass
 class Finding:
-    signature: str
+    signature: Signature
     result: Result
     known: KI.KnownIssue | None
 
@@ -80,7 +80,7 @@ def finding_of(failure: ConformanceMismatch | Result, backend_name: str, issues)
     return Finding(sig, result, KI.classify(sig, backend_name, issues, result.program))
 
 
-def focus(result: Result, masked: Callable[[str], bool]) -> Result | None:
+def focus(result: Result, masked: Callable[[BugClass], bool]) -> Result | None:
     """The result led by its first mismatch whose class is not `masked` (the others keep
     their order after it), or None when every class is masked.
 
@@ -145,15 +145,12 @@ def search(strategy, check: Callable, settings, budget: Budget | float, seed: in
 
 
 def reduce_finding(finding: Finding, backend, issues, run=run_example, budget: Budget | float = DEFAULT_SHRINK_SECONDS,
-                   masked: Callable[[str], bool] = lambda key: False, issue: KI.KnownIssue | None = None) -> Finding:
+                   masked: Callable[[BugClass], bool] = lambda key: False) -> Finding:
     """The finding after the last shrink pass (reduction.reduce), on the same class of
     mismatch, with its signature and known issue taken from the reduced program.
     `run(program, backend, schedule)` runs a candidate (a Memo in a property run).
     A finding led by a mismatch that came after `masked` ones (see `focus`) keeps being led
-    by it; where the masked ones are gone from the reduced program, it is the first one.
-    With `issue`, each smaller program must also stay a hit of that known issue, or one that
-    may shrink to it (KI.may_shrink_to): one class of mismatch can be several bugs, and the
-    fuzzer looks for the one the program showed or may show with fewer constructs."""
+    by it; where the masked ones are gone from the reduced program, it is the first one."""
     budget = budget if isinstance(budget, Budget) else Budget(seconds=budget)
     key = class_of(finding)
 
@@ -164,11 +161,6 @@ def reduce_finding(finding: Finding, backend, issues, run=run_example, budget: B
         result = focus(result, lambda k: k != key and masked(k))
         if result is None or class_key(result.mismatches[0]) != key:
             return None
-        if issue is not None:
-            sig = signature(result.mismatches[0], program, schedule)
-            known = KI.classify(sig, backend.name, issues, program)
-            if (known is None or known.id != issue.id) and not KI.may_shrink_to(sig, issue, program):
-                return None
         return result
 
     r = reduce(finding.result.program, finding.result.schedule, still_fails, max_tries=budget.calls,
@@ -179,7 +171,7 @@ def reduce_finding(finding: Finding, backend, issues, run=run_example, budget: B
     return Finding(sig, r.result, KI.classify(sig, backend.name, issues, r.program))
 
 
-def class_of(f: Finding) -> str:
+def class_of(f: Finding) -> BugClass:
     """The class of the mismatch that leads the finding: what it was shrunk as."""
     return class_key(f.result.mismatches[0])
 

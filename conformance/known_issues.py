@@ -8,7 +8,6 @@ suite re-runs so that an issue that no longer reproduces is reported, not silent
 from __future__ import annotations
 
 import fnmatch
-import re
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
@@ -178,7 +177,7 @@ def load(path: Path = PATH) -> list[KnownIssue]:
     return issues
 
 
-def classify(sig: str, backend_name: str, issues: list[KnownIssue],
+def classify(sig, backend_name: str, issues: list[KnownIssue],
              program: Program | None = None) -> KnownIssue | None:
     """The known issue whose most specific pattern matches `sig`, among those the program
     (where given) may be (KnownIssue.may_be: it calls one of their ops and has the facts they
@@ -199,23 +198,6 @@ def classify(sig: str, backend_name: str, issues: list[KnownIssue],
     return best
 
 
-def may_shrink_to(sig: str, issue: KnownIssue, program: Program | None = None) -> bool:
-    """Whether the signature matches one of the issue's patterns that name constructs (after
-    " @ "), with those constructs among more. A raw program carries constructs its bug does
-    not need, and shrinking only deletes them: `flags.requires_grad | ... @ enable_grad
-    inplace module` may reduce to a hit of `... @ enable_grad`. A pattern that names none
-    (`outputs.value | *`, `... @ plain ops`) tells nothing more of a raw hit than its class.
-    Nor can a program that calls none of the issue's ops shrink to it (KnownIssue.ops)."""
-    if not issue.may_be(program):
-        return False
-    for pattern in issue.signatures:
-        head, _, used = pattern.partition(" @ ")
-        names = [] if used == "plain ops" else [n for n in re.split(r"[\s*]+", used) if n]
-        if names and fnmatch.fnmatchcase(sig, f"{head} @ *{'*'.join(names)}*"):
-            return True
-    return False
-
-
 def _specificity(pattern: str) -> int:
     # The characters a signature must contain, not those a wildcard stands for.
     return len(pattern.replace("*", "").replace("?", ""))
@@ -225,12 +207,14 @@ def stub(record: dict, issue_id: str = "") -> str:
     """A known_issues.toml entry for a finding, to be given a title and notes by a person."""
     import json
 
+    from conformance.report.signatures import slug
+
     calls = [c["ambient"] for c in record["schedule"]]
     schedule = json.dumps(record["schedule"])
     body = "\n".join("#   " + line for line in record["body"].splitlines())
     return (
         "[[issue]]\n"
-        f"id = {json.dumps(issue_id or record['signature'].split(' | ')[0].replace(' ', '-'))}\n"
+        f"id = {json.dumps(issue_id or slug(record))}\n"
         'title = "TODO: what the backend does wrong, in one line"\n'
         f"oracle = {json.dumps(record['oracle'])}\n"
         f"backends = {json.dumps([record['backend'].split('[')[0] + '*'])}\n"

@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 from conformance import serialize, text
+from conformance.night.baseline import shows
 
 
 class ReplayError(Exception):
@@ -67,7 +68,6 @@ def replay(path: Path, backend_spec: str | None = None, out=sys.stdout, scripts:
         return _replay_scripts(summary, summary_path.parent, out)
     from conformance.backends import BackendUnavailable, get
     from conformance.check import run_example
-    from conformance.report.signatures import signature
 
     spec = backend_spec or summary["mismatches"][0].get("backend_spec") if summary["mismatches"] else summary["backend"]
     try:
@@ -83,11 +83,7 @@ def replay(path: Path, backend_spec: str | None = None, out=sys.stdout, scripts:
             program, schedule = serialize.decode(m["program"]), serialize.decode(m["schedule"])
         except serialize.BadProgram as exc:
             raise ReplayError(f"{summary_path}: mismatch {m.get('signature')!r} has a bad program ({exc})") from None
-        result = run_example(program, backend, schedule)
-        # The same bug: the same class key (kind, symptom, first or later call); the
-        # constructs after " @ " may shrink differently on another run.
-        now = {signature(x, program, schedule).split(" @ ")[0] for x in result.mismatches}
-        if m["signature"].split(" @ ")[0] in now:
+        if shows(m, run_example(program, backend, schedule)):
             still += 1
             out.write(f"still reproduces: {text.printable(m['signature'])}\n")
         else:

@@ -48,7 +48,7 @@ def hunt(spec: str, base_spec: str | None, max_examples: int, seed: int) -> dict
         keys = _keys(run_example(program, mutant, schedule))
         if keys and base is not None:
             keys -= _keys(run_example(program, base, schedule))
-        caught_by.update(k.split(".")[0] for k in keys)
+        caught_by.update(k.oracle for k in keys)
         return bool(keys)
 
     start = time.perf_counter()

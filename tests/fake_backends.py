@@ -255,12 +255,12 @@ class Hostile(_Wrapping):
 hostile = Hostile
 
 
-# A backend that breaks the process its worker runs in, each time another way: a night must
+# A backend that breaks the process its worker runs in, or hangs, each time another way: a night must
 # report each example and go on. It breaks at the 12th call with grad off in a process (so each
 # incarnation of a worker runs a few examples first) and perturbs outputs otherwise (so a night
 # has other findings). Which break comes next is counted in the file $BREAKS_COUNTER, since
 # each incarnation is a fresh process; after the last one it only perturbs outputs.
-BREAKS = ("segfault", "os._exit(0)", "output flood", "memory", "block in C")
+BREAKS = ("segfault", "os._exit(0)", "output flood", "memory", "block in C", "sleep")
 
 
 class BreaksEveryWay(_Wrapping):
@@ -295,10 +295,12 @@ class BreaksEveryWay(_Wrapping):
             hoard = []
             while True:
                 hoard.append(b"x" * (100 * 2**20))  # written, so resident
-        else:  # a key derivation of 2^31 rounds: C that never returns to the interpreter, nor runs SIGALRM's handler
+        elif BREAKS[n] == "block in C":  # 2^31 rounds of C that never return to the interpreter, nor to SIGALRM
             import hashlib
 
             hashlib.pbkdf2_hmac("sha256", b"x", b"y", 2**31 - 1)
+        else:  # a plain hang, which SIGALRM stops in the worker
+            time.sleep(60)
 
 
 breaks_every_way = BreaksEveryWay

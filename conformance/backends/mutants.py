@@ -80,22 +80,27 @@ class VjpIgnoresTag(_Mutant):
     part = "VJP ignores the tag"
 
     def patched(self):
-        import thunder.core.transforms as transforms
-        from thunder.core.proxies import FloatProxy
+        return vjp_constants_patched(lambda symbol, untagged: untagged)
 
-        def is_constant_for_vjp(symbol) -> bool:
-            args_non_diff = not any(isinstance(a, FloatProxy) or transforms._is_differentiable(a)
-                                    for a in symbol.flat_args)
-            return (args_non_diff or symbol.are_all_args_constant
+
+def vjp_constants_patched(rule: Callable) -> contextlib.ExitStack:
+    """thunder's is_constant_for_vjp replaced: `rule(symbol, untagged)` decides, where
+    `untagged` is thunder's own answer without the DETACHED_AUTOGRAD_GRAPH tag."""
+    import thunder.core.transforms as transforms
+    import thunder.transforms.autodiff as autodiff
+    from thunder.core.proxies import FloatProxy
+
+    def is_constant_for_vjp(symbol) -> bool:
+        args_non_diff = not any(isinstance(a, FloatProxy) or transforms._is_differentiable(a)
+                                for a in symbol.flat_args)
+        return rule(symbol, args_non_diff or symbol.are_all_args_constant
                     or symbol.sym.id in transforms.nondifferentiable_vjp_symbols)
 
-        import thunder.transforms.autodiff as autodiff
-
-        # The forward-backward split imports the function by name, so patch both places.
-        stack = contextlib.ExitStack()
-        stack.enter_context(_setattr(transforms, "is_constant_for_vjp", is_constant_for_vjp))
-        stack.enter_context(_setattr(autodiff, "is_constant_for_vjp", is_constant_for_vjp))
-        return stack
+    # The forward-backward split imports the function by name, so patch both places.
+    stack = contextlib.ExitStack()
+    stack.enter_context(_setattr(transforms, "is_constant_for_vjp", is_constant_for_vjp))
+    stack.enter_context(_setattr(autodiff, "is_constant_for_vjp", is_constant_for_vjp))
+    return stack
 
 
 class CacheIgnoresGradMode(_Mutant):

@@ -11,6 +11,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from conformance.oracles.mismatch import class_key
+
 
 def load_baseline(path: Path | None) -> dict | None:
     if path is None:
@@ -24,26 +26,29 @@ def load_baseline(path: Path | None) -> dict | None:
     return data
 
 
-def bug_of(signature: str) -> str:
-    # The class key: the constructs after " @ " vary with how far one night's shrinking got.
-    return signature.split(" @ ")[0]
+def bug_of(entry: dict) -> str:
+    """The bug a summary entry or a record is, as a later run matches it: its class as written
+    (`class`), or, for a summary written before entries had one, its whole signature."""
+    return entry.get("class") or entry["signature"]
 
 
 def shows(entry: dict, result) -> list:
-    """The mismatches of `result`, a run of a baseline entry's program, that are its bug."""
+    """The mismatches of `result`, a run of an entry's program, that are its bug. By class, not
+    signature: the constructs of a signature vary with how far a night's shrinking got."""
     from conformance.report.signatures import signature
 
-    bug = bug_of(entry["signature"])
     mismatches = result.mismatches if result else []
-    return [m for m in mismatches if bug_of(signature(m, result.program, result.schedule)) == bug]
+    if entry.get("class"):
+        return [m for m in mismatches if str(class_key(m)) == entry["class"]]
+    return [m for m in mismatches if str(signature(m, result.program, result.schedule)) == entry["signature"]]
 
 
 def with_status(records: list[dict], baseline: dict | None) -> list[dict]:
-    """Triage against the previous night: still there (same bug as a baseline entry), else
+    """Triage against the previous night: still there (the bug of a baseline entry), else
     known (in known_issues.toml) or new."""
-    before = {bug_of(m["signature"]) for m in (baseline or {}).get("mismatches", [])}
+    before = {bug_of(m) for m in (baseline or {}).get("mismatches", [])}
     for r in records:
-        if bug_of(r["signature"]) in before:
+        if bug_of(r) in before or r["signature"] in before:
             r["status"] = "still there"
         else:
             r["status"] = "known" if r.get("known") else "new"

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from conformance.oracles.mismatch import BugClass
+
 
 @dataclass(frozen=True)
 class Beat:
@@ -26,8 +28,8 @@ class Shrunk:
     shrunk program showed the class only behind another (not recorded, see Worker.conclude)."""
 
     worker: int
-    class_key: str
-    signature: str
+    bug: BugClass
+    signature: str  # as written in the record
     known: str | None
     statements: int | None
 
@@ -37,7 +39,7 @@ class Hit:
     """A later hit of a class already settled: counted, not shrunk."""
 
     worker: int
-    class_key: str
+    bug: BugClass
 
 
 @dataclass(frozen=True)

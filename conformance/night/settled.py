@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 from conformance.engine import MAX_STATEMENTS
 from conformance.night.messages import Shrunk
+from conformance.oracles.mismatch import BugClass
 
 
 @dataclass
@@ -16,13 +17,13 @@ class Settled:
 
     shrinks_per_class: int
     shrinks: Counter = field(default_factory=Counter)
-    classes: set[str] = field(default_factory=set)
+    classes: set[BugClass] = field(default_factory=set)
 
     def learn(self, s: Shrunk) -> None:
-        self.shrinks[s.class_key] += 1
+        self.shrinks[s.bug] += 1
         short = s.statements is not None and s.statements <= MAX_STATEMENTS
-        if short or self.shrinks[s.class_key] >= self.shrinks_per_class:
-            self.classes.add(s.class_key)
+        if short or self.shrinks[s.bug] >= self.shrinks_per_class:
+            self.classes.add(s.bug)
 
-    def __contains__(self, class_key: str) -> bool:
-        return class_key in self.classes
+    def __contains__(self, bug: BugClass) -> bool:
+        return bug in self.classes

@@ -35,7 +35,7 @@ from conformance.night.worker import output_log, rss_mb, worker_main
 MAX_OUTPUT_BYTES = 64 * 2**20
 # A worker beats before each example, and an example past --example-timeout is stopped by
 # SIGALRM: silence past this (plus the timeout) means it is stuck where SIGALRM cannot reach.
-STUCK_MARGIN_S = 10.0
+STUCK_MARGIN_S = 5.0
 STARTUP_S = 120.0  # importing torch and the backend, before the first beat
 
 @dataclass
@@ -80,7 +80,7 @@ class Supervisor:
         self.slots = [Slot(i) for i in range(cfg.workers)]
         self.shrunk: list[Shrunk] = []  # every class shrunk tonight, for workers (re)started later
         self.signatures: dict[str, str | None] = {}
-        self.hits: Counter = Counter()  # later hits of settled classes, per class
+        self.hits: Counter = Counter()  # later hits of settled classes, per class (as records write it)
         self.only_behind: Counter = Counter()  # classes whose shrunk programs showed them only behind others
         self.crash_records: list[dict] = []
         self.start = time.time()
@@ -208,12 +208,12 @@ class Supervisor:
             if msg.statements is not None:
                 self.signatures[msg.signature] = msg.known
             else:
-                self.only_behind[msg.class_key] += 1
+                self.only_behind[str(msg.bug)] += 1
             for slot in self.slots:
                 if slot.id != msg.worker and slot.inbox is not None:
                     slot.inbox.put(msg)
         elif isinstance(msg, Hit):
-            self.hits[msg.class_key] += 1
+            self.hits[str(msg.bug)] += 1
         worker = msg.last.worker if isinstance(msg, Exit) else msg.worker
         self.slots[worker].last_beat = time.monotonic()  # any message is a sign of life
 

@@ -149,7 +149,7 @@ class Worker:
             except queue.Empty:
                 return
 
-    def is_settled(self, key: str) -> bool:
+    def is_settled(self, key) -> bool:
         return key in self.settled
 
     # ------------------------------------------------------------------ running examples
@@ -272,13 +272,13 @@ class Worker:
                                  run=lambda p, b, s: self.timed_run(p, s), budget=budget, masked=self.is_settled)
         again = self.timed_run(finding.result.program, finding.result.schedule)
         if not again.mismatches or class_key(again.mismatches[0]) != key:
-            self.tell(Shrunk(self.wid, key, finding.signature, None, None))
+            self.tell(Shrunk(self.wid, key, str(finding.signature), None, None))
             return
         finding = finding_of(focus(again, lambda k: k != key), self.backend.name, self.issues)
         self.first_seen.setdefault(key, first_seen)
         self.record(finding.result, key, shrunk=True, finding=finding)
 
-    def record(self, result, key: str, shrunk: bool, finding=None) -> None:
+    def record(self, result, key, shrunk: bool, finding=None) -> None:
         from conformance.engine import finding_of
         from conformance.program import count_statements
         from conformance.report.records import record_of, save
@@ -287,23 +287,23 @@ class Worker:
         examples, seconds = self.first_seen.get(key, (self.run.misses, self.seconds()))
         rec = record_of(finding, self.backend, examples=examples, seconds=seconds, command=self.cfg.command,
                         seed=self.cfg.seed)
-        rec.update(shrunk=shrunk, **{"class": key})
+        rec["shrunk"] = shrunk
         if not shrunk:
             write_atomic(self.raw_path(key), json.dumps(rec))
             return
         save(rec, self.folder, "w")
         self.raw_path(key).unlink(missing_ok=True)
         known = finding.known.id if finding.known else None
-        self.tell(Shrunk(self.wid, key, finding.signature, known, count_statements(result.program)))
+        self.tell(Shrunk(self.wid, key, str(finding.signature), known, count_statements(result.program)))
 
     def tell(self, s: Shrunk) -> None:
         self.settled.learn(s)  # at once: the supervisor forwards it to the other workers only
         self.outbox.put(s)
 
-    def raw_path(self, key: str) -> Path:
+    def raw_path(self, key) -> Path:
         import hashlib
 
-        return self.folder / "raw" / f"{hashlib.sha1(key.encode()).hexdigest()[:16]}.json"
+        return self.folder / "raw" / f"{hashlib.sha1(str(key).encode()).hexdigest()[:16]}.json"
 
     # ------------------------------------------------------------------ sweep and baseline
 

@@ -57,7 +57,7 @@ class ConformanceMismatch(AssertionError):
         super().__init__(report or "\n".join(m.line() for m in mismatches))
 
 
-_CLASSES: dict[str, type[ConformanceMismatch]] = {}
+_CLASSES: dict = {}  # BugClass -> its exception class
 
 
 def _normal(text: str) -> str:
@@ -70,20 +70,38 @@ def _normal(text: str) -> str:
     return text[:90]
 
 
-def class_key(m: Mismatch) -> str:
-    """What tells two raw (unshrunk) failures apart before shrinking: oracle, aspect,
-    symptom, and whether the first call differed (a later one points at the cache).
-    Shrinking keeps the key, so distinct keys stay distinct bugs."""
-    when = "first call" if m.call in (0, None) else "later call"
-    return f"{m.kind} | {m.symptom} | {when}" if m.symptom else f"{m.kind} | {when}"
+@dataclass(frozen=True)
+class BugClass:
+    """What tells two raw (unshrunk) failures apart before shrinking: oracle, aspect, symptom,
+    and whether a later call differed (that points at the cache). Shrinking keeps the class,
+    so distinct classes stay distinct bugs. Made once per mismatch (`class_key`); its text
+    (`str`) is how records and summary.json write it, and nothing reads that text back."""
+
+    oracle: str
+    aspect: str
+    symptom: str = ""  # empty where the aspect says it all
+    later_call: bool = False
+
+    @property
+    def kind(self) -> str:
+        return f"{self.oracle}.{self.aspect}"
+
+    def __str__(self) -> str:
+        when = "later call" if self.later_call else "first call"
+        return f"{self.kind} | {self.symptom} | {when}" if self.symptom else f"{self.kind} | {when}"
+
+
+def class_key(m: Mismatch) -> BugClass:
+    return BugClass(m.oracle, m.aspect, m.symptom, m.call not in (0, None))
 
 
 def exception_class(m: Mismatch) -> type[ConformanceMismatch]:
-    """One class per class_key, e.g. `FlagsMismatch_requires_grad__grad__first_call_`."""
+    """One class per BugClass, e.g. `FlagsMismatch_requires_grad__eager_True__backend_False`."""
     key = class_key(m)
     if key not in _CLASSES:
         base = _oracle_base(m.oracle)
-        name = f"{base.__name__}_{''.join(c if c.isalnum() else '_' for c in key.split('.', 1)[1])[:80]}"
+        words = f"{key.aspect} {key.symptom} {'later' if key.later_call else 'first'}"
+        name = f"{base.__name__}_{''.join(c if c.isalnum() else '_' for c in words)[:80]}"
         _CLASSES[key] = type(name, (base,), {"oracle": m.oracle, "class_key": key, "__module__": __name__})
     return _CLASSES[key]
 

@@ -21,11 +21,12 @@ def record_of(finding, backend, *, examples: int | None = None, seconds: float |
     m = r.mismatches[0]
     traces = next((c.traces for c in reversed(r.backend.calls) if c.traces is not None), None)
     return {
-        "signature": finding.signature,
+        "signature": str(finding.signature),
         "oracle": m.oracle,
         "aspect": m.aspect,
         "known": finding.known.id if finding.known else None,
         "known_title": finding.known.title if finding.known else None,
+        "class": str(finding.signature.bug),
         "summary": m.line(),
         "mismatches": [vars(x) | {"line": x.line()} for x in r.mismatches],
         "statements": count_statements(r.program),
@@ -77,7 +78,7 @@ def write_atomic(path: Path, text: str) -> None:
 def save(record: dict, folder: Path, worker: str) -> Path:
     from conformance.report.signatures import slug
 
-    path = folder / f"{slug(record['signature'], record.get('known'))}.{worker}.json"
+    path = folder / f"{slug(record)}.{worker}.json"
     if path.exists():  # the same worker found the same bug again: keep the smaller
         old = json.loads(path.read_text())
         record = merge_pair(old, record)

@@ -7,38 +7,54 @@ from __future__ import annotations
 
 import fnmatch
 import hashlib
+from dataclasses import dataclass
 
 from conformance.generators.schedules import Schedule
-from conformance.oracles.mismatch import Mismatch, class_key
+from conformance.oracles.mismatch import BugClass, Mismatch, class_key
 from conformance.program import Program, constructs
 
 
 # Where the symptom names the bug by itself, the constructs of the program add only noise
 # (an exception message; marker arguments that differ, which has one cause however the
 # regions are arranged).
-_SYMPTOM_IS_ENOUGH = ("exceptions.", "traces.")
+_SYMPTOM_IS_ENOUGH = ("exceptions", "traces")
 
 
-def signature(m: Mismatch, program: Program, schedule: Schedule) -> str:
-    """`<oracle>.<aspect> | <symptom> | <first or later call> @ <constructs>`.
+@dataclass(frozen=True)
+class Signature:
+    """A bug's identity on the shrunk example: its class, and the constructs the shrunk program
+    still needs (None where the symptom alone names the bug). Its text (`str`) is what
+    summary.json and known_issues.toml's patterns know: `<oracle>.<aspect> | <symptom> |
+    <first or later call> @ <constructs>`."""
 
-    The class key (what Hypothesis shrinks each bug under), plus the constructs the
-    shrunk program still needs, where the symptom alone does not name the bug."""
-    key = class_key(m)
-    if m.kind.startswith(_SYMPTOM_IS_ENOUGH):
-        # First or later call only steers shrinking here: the message names the bug.
-        return key.rsplit(" | ", 1)[0]
-    used = " ".join(sorted(constructs(program) - {"return_is_grad_enabled"})) or "plain ops"
-    return f"{key} @ {used}"
+    bug: BugClass
+    constructs: tuple[str, ...] | None
+
+    def __str__(self) -> str:
+        if self.constructs is None:
+            # First or later call only steers shrinking here: the message names the bug.
+            return f"{self.bug.kind} | {self.bug.symptom}" if self.bug.symptom else self.bug.kind
+        return f"{self.bug} @ {' '.join(self.constructs) or 'plain ops'}"
 
 
-def slug(sig: str, known: str | None = None) -> str:
-    """A folder name for a signature and the known issue its program was classified as (one
-    signature can be two bugs): readable prefix, hash for uniqueness."""
-    head = "".join(c if c.isalnum() else "-" for c in sig.split(" | ")[0]).strip("-")
-    key = sig if known is None else f"{sig}\n{known}"
+def signature(m: Mismatch, program: Program, schedule: Schedule) -> Signature:
+    """The mismatch's class, plus the constructs the shrunk program still needs, where the
+    symptom alone does not name the bug."""
+    bug = class_key(m)
+    if bug.oracle in _SYMPTOM_IS_ENOUGH:
+        return Signature(bug, None)
+    return Signature(bug, tuple(sorted(constructs(program) - {"return_is_grad_enabled"})))
+
+
+def slug(record: dict) -> str:
+    """A folder name for a record's signature and the known issue its program was classified
+    as (one signature can be two bugs): readable prefix, hash for uniqueness."""
+    head = "".join(c if c.isalnum() else "-" for c in f"{record['oracle']}.{record['aspect']}").strip("-")
+    known = record.get("known")
+    key = record["signature"] if known is None else f"{record['signature']}\n{known}"
     return f"{head[:48]}-{hashlib.sha1(key.encode()).hexdigest()[:8]}"
 
 
-def matches(sig: str, patterns: list[str]) -> bool:
-    return any(fnmatch.fnmatchcase(sig, p) for p in patterns)
+def matches(sig: Signature | str, patterns: list[str]) -> bool:
+    """Whether the signature's text matches one of known_issues.toml's glob patterns."""
+    return any(fnmatch.fnmatchcase(str(sig), p) for p in patterns)

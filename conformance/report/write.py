@@ -31,7 +31,7 @@ def _css() -> str:
 
 def write_signature(folder: Path, record: dict) -> dict:
     """Write <slug>/repro.py and <slug>/report.html; return the summary.json entry."""
-    name = slug(record["signature"], record.get("known"))
+    name = slug(record)
     repro = render_repro(record)
     write_atomic(folder / name / "repro.py", repro)
     formatter = HtmlFormatter(nowrap=False)
@@ -42,6 +42,7 @@ def write_signature(folder: Path, record: dict) -> dict:
     write_atomic(folder / name / "report.html", html)
     return {
         "signature": record["signature"],
+        "class": record.get("class"),  # the bug's class: what a later night matches its programs by
         "oracle": record["oracle"],
         "known": record["known"] is not None,
         "known_issue": record["known"],
