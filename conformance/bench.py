@@ -109,20 +109,19 @@ def run_bench(spec: str, examples: int, workers: int, seed: int = 0) -> dict:
 
 def run_shrink_bench(spec: str, max_examples: int, shrink_seconds: float, only: list[str] | None = None,
                      on_row=None) -> dict:
-    """Per known issue: find its mismatch class from scratch; time from the first failing
-    example to the minimal one (Hypothesis's `find` shrinks before returning). `on_row` gets
-    each issue's row as soon as it is measured: a full run takes many minutes."""
-    from hypothesis import HealthCheck, find, settings
-    from hypothesis.errors import NoSuchExample
+    """Per known issue: find its mismatch class from scratch with the engine (a search, then the
+    last pass); time from the first failing example to the minimal one. `on_row` gets each
+    issue's row as soon as it is measured: a full run takes many minutes."""
+    from hypothesis import HealthCheck, settings
 
     from conformance import known_issues
     from conformance.backends import get
     from conformance.check import run_example
+    from conformance.engine import PHASES, examples, finding_of, focus, reduce_finding, search
+    from conformance.oracles.mismatch import class_key
     from conformance.program import count_statements, render
     from conformance.report.signatures import matches, signature
-    from conformance.reduction import reduce
-    from conformance.shrinking import Memo, shrink_budget
-    from conformance.suite import PHASES as SEARCH_PHASES, examples
+    from conformance.shrinking import Memo
 
     backend = get(spec)
     rows = []
@@ -133,35 +132,35 @@ def run_shrink_bench(spec: str, max_examples: int, shrink_seconds: float, only: 
         first: list[float] = []
         best: list = [None, None]  # (size, when) of the smallest failing program so far
 
-        def hit(example, issue=issue, run=run, first=first, best=best):
-            program, schedule = example
-            found = any(matches(signature(m, program, schedule), list(issue.signatures))
-                        for m in run(program, backend, schedule).mismatches)
-            if found:
-                now = time.perf_counter()
-                if not first:
-                    first.append(now)
-                size = (count_statements(program), len(schedule), len(render(program)))
-                if best[0] is None or size < best[0]:
-                    best[0], best[1] = size, now
-            return found
+        def hit(program, schedule, issue=issue, run=run, first=first, best=best):
+            """The example led by its mismatch of the issue, or None."""
+            result = run(program, backend, schedule)
+            found = [m for m in result.mismatches if matches(signature(m, program, schedule), list(issue.signatures))]
+            if not found:
+                return None
+            now = time.perf_counter()
+            if not first:
+                first.append(now)
+            size = (count_statements(program), len(schedule), len(render(program)))
+            if best[0] is None or size < best[0]:
+                best[0], best[1] = size, now
+            return focus(result, lambda k, bug=class_key(found[0]): k != bug)
 
         start = time.perf_counter()
-        try:
-            with shrink_budget(shrink_seconds):
-                program, schedule = find(examples(), hit, settings=settings(
-                    max_examples=max_examples, database=None, deadline=None, derandomize=True, phases=SEARCH_PHASES,
-                    suppress_health_check=list(HealthCheck)))
-            # The last pass, as the suite and fuzz make it (suite.reduce_finding).
-            program = reduce(program, schedule, lambda p, s, hit=hit: hit((p, s)), seconds=shrink_seconds,
-                             result=True).program
+        failures = search(examples(), hit, settings(
+            max_examples=max_examples, database=None, deadline=None, derandomize=True, phases=PHASES,
+            report_multiple_bugs=False, suppress_health_check=list(HealthCheck)), shrink_seconds,
+            digest=f"bench:{issue.id}")
+        if failures:
+            finding = reduce_finding(finding_of(failures[0], backend.name, [issue]), backend, [issue], run=run,
+                                     budget=shrink_seconds)
             end = time.perf_counter()
             # to minimal: from the first failure until the final program first appeared; the
             # shrinker then spends the rest of its budget confirming nothing smaller fails.
             rows.append({"issue": issue.id, "found_after_s": round(first[0] - start, 2),
                          "to_minimal_s": round(best[1] - first[0], 2), "shrink_s": round(end - first[0], 2),
-                         "statements": count_statements(program)})
-        except NoSuchExample:
+                         "statements": count_statements(finding.result.program)})
+        else:
             rows.append({"issue": issue.id, "found_after_s": None, "to_minimal_s": None, "shrink_s": None,
                          "statements": None})
         if on_row is not None:

@@ -59,10 +59,7 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="python -m conformance", description=__doc__.splitlines()[0])
-    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
-
+def _add_fuzz(sub) -> None:
     fz = sub.add_parser("fuzz", help="fuzz a backend for a time budget and write reports")
     fz.add_argument("--backend", default="thunder", help="SPEC: thunder, torch.compile, eager, "
                     "thunder[cache=no caching] or package.module:factory (default thunder)")
@@ -96,6 +93,13 @@ def build_parser() -> argparse.ArgumentParser:
     fz.add_argument("--max-rss-mb", type=_positive_int, default=3000,
                     help="restart a worker whose peak RSS passes this (default 3000)")
     fz.add_argument("--chunk", type=_positive_int, default=10, help=argparse.SUPPRESS)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="python -m conformance", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    _add_fuzz(sub)
 
     rp = sub.add_parser("replay", help="re-run a repro folder or a summary.json's mismatches")
     rp.add_argument("path", type=Path, help="a summary.json, a report folder, or one mismatch's folder")

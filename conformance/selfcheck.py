@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import statistics
 import time
-from random import Random
 
 from conformance.backends.faulty import FAULTS
 from conformance.backends.mutants import MUTANTS
@@ -29,38 +28,34 @@ def _keys(result) -> set[str]:
 
 
 def hunt(spec: str, base_spec: str | None, max_examples: int, seed: int) -> dict:
-    from hypothesis import HealthCheck, Phase, find, settings
-    from hypothesis.errors import NoSuchExample
+    """Draw examples (the engine's search, no shrinking) until one shows the mutant's fault."""
+    from hypothesis import HealthCheck, Phase, settings
 
     from conformance.backends import get
     from conformance.check import run_example
-    from conformance.suite import examples
+    from conformance.engine import examples, focus, search
 
     mutant = get(spec)
     base = get(base_spec) if base_spec else None
     count = 0
     caught_by: set[str] = set()
 
-    def caught(example) -> bool:
+    def caught(program, schedule):
         nonlocal count
         count += 1
-        program, schedule = example
-        keys = _keys(run_example(program, mutant, schedule))
+        result = run_example(program, mutant, schedule)
+        keys = _keys(result)
         if keys and base is not None:
             keys -= _keys(run_example(program, base, schedule))
         caught_by.update(k.oracle for k in keys)
-        return bool(keys)
+        return focus(result, lambda k: k not in keys) if keys else None
 
     start = time.perf_counter()
-    search = settings(max_examples=max_examples, database=None, deadline=None, phases=[Phase.generate],
-                      suppress_health_check=list(HealthCheck))
-    try:
-        # find() reads its seed from `random`; hypothesis.seed on a wrapper seeded nothing.
-        find(examples(), caught, settings=search, random=Random(seed))
-        found = True
-    except NoSuchExample:
-        found = False
-    return {"caught": found, "examples": count, "seconds": round(time.perf_counter() - start, 2),
+    found = search(examples(), caught, settings(max_examples=max_examples, database=None, deadline=None,
+                                                phases=[Phase.generate], report_multiple_bugs=False,
+                                                suppress_health_check=list(HealthCheck)),
+                   budget=1.0, seed=seed, digest=f"selfcheck:{spec}")
+    return {"caught": bool(found), "examples": count, "seconds": round(time.perf_counter() - start, 2),
             "oracles": sorted(caught_by)}
 
 

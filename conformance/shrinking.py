@@ -17,6 +17,10 @@ from dataclasses import dataclass
 from typing import Callable, Iterator
 
 DEFAULT_SHRINK_SECONDS = 60.0
+# Hypothesis's candidate runs per class in a night, besides the seconds: the last pass
+# (reduction.reduce) takes a half-shrunk program the rest of the way in seconds, and runs
+# spent on one class are runs not spent drawing new programs. As many as the suite's ci profile.
+DEFAULT_SHRINK_CALLS = 150
 DEFAULT_RUN_SECONDS = 300.0  # Hypothesis's own bound on a run's shrinking
 
 
@@ -55,6 +59,16 @@ class Budget:
     def _spent(limit_s, limit_calls, start, calls: int) -> bool:
         return (limit_calls is not None and calls - start[1] >= limit_calls) or (
             limit_s is not None and time.perf_counter() - start[0] >= limit_s)
+
+
+_shrinking: list = []  # the class Hypothesis is shrinking now, if any (see shrinking_class)
+
+
+def shrinking_class():
+    """The class key of the failure Hypothesis is shrinking at this moment (within
+    shrink_budget), or None while it generates. A driver uses it to keep a shrink candidate's
+    other classes from starting shrinks of their own: each would cost as much again."""
+    return _shrinking[-1] if _shrinking else None
 
 
 @contextlib.contextmanager
@@ -98,10 +112,12 @@ def shrink_budget(budget: Budget | float) -> Iterator[None]:
         if skipped(self._conformance_class_key):
             return initial
         self._conformance_class_start = now
+        _shrinking.append(self._conformance_class_key)
         try:
             return original_shrink(self, initial, *args, **kwargs)
         finally:
             self._conformance_class_start = None
+            _shrinking.pop()
 
     def test_function(self, data):
         start = getattr(self, "_conformance_class_start", None)

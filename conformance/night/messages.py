@@ -20,6 +20,7 @@ class Beat:
     rss_mb: float
     constructs: dict[str, int] = field(default_factory=dict)
     seconds: dict[str, float] = field(default_factory=dict)  # per activity
+    swept: int = 0  # programs of the worker's share of the sweep run so far, over its incarnations
 
 
 @dataclass(frozen=True)

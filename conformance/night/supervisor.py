@@ -53,6 +53,7 @@ class Slot:
     last_beat: float = field(default_factory=time.monotonic)
     finished: str | None = None  # the running incarnation's Exit.why
     started: bool = False  # the running incarnation has beaten once
+    swept: int = 0  # where the next incarnation takes up the sweep
     constructs: Counter = field(default_factory=Counter)  # over finished incarnations
     spent: Counter = field(default_factory=Counter)
     now: Beat | None = None  # the running incarnation's last beat
@@ -61,6 +62,7 @@ class Slot:
         self.examples += beat.examples - self.examples_now
         self.examples_now = beat.examples
         self.peak_rss_mb = max(self.peak_rss_mb, beat.rss_mb)
+        self.swept = max(self.swept, beat.swept)
         self.now = beat
 
     def close_incarnation(self) -> None:
@@ -117,7 +119,8 @@ class Supervisor:
         slot.inbox = self.ctx.Queue()
         slot.process = self.ctx.Process(
             target=worker_main, name=f"conformance-fuzz-{slot.id}", daemon=True,
-            args=(self.cfg, slot.id, slot.restarts, self.messages, slot.inbox, self.stop, self.start, self.shrunk))
+            args=(self.cfg, slot.id, slot.restarts, self.messages, slot.inbox, self.stop, self.start, self.shrunk,
+                  slot.swept))
         slot.process.start()
         slot.last_beat = time.monotonic()
 

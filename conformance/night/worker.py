@@ -66,17 +66,17 @@ def _to_log(path: Path) -> None:
 
 
 def worker_main(cfg: NightConfig, wid: int, incarnation: int, outbox, inbox, stop, start: float,
-                shrunk: list[Shrunk]) -> None:
+                shrunk: list[Shrunk], swept: int = 0) -> None:
     """The entry point of a worker process (spawned: a fresh interpreter)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the supervisor decides when to stop
     signal.signal(signal.SIGALRM, _on_alarm)
     _to_log(output_log(cfg, wid, incarnation))
-    Worker(cfg, wid, incarnation, outbox, inbox, stop, start, shrunk).main()
+    Worker(cfg, wid, incarnation, outbox, inbox, stop, start, shrunk, swept).main()
 
 
 class Worker:
     def __init__(self, cfg: NightConfig, wid: int, incarnation: int, outbox, inbox, stop, start: float,
-                 shrunk: list[Shrunk]):
+                 shrunk: list[Shrunk], swept: int = 0):
         from conformance import known_issues
         from conformance.backends import get
         from conformance.check import run_example
@@ -99,6 +99,7 @@ class Worker:
         self.constructs: Counter = Counter()  # examples per construct, for the conformance matrix
         self.spent: Counter = Counter()  # seconds per activity
         self.last_beat = 0.0
+        self.swept = swept  # sweep programs run by this worker's earlier incarnations and this one
         for s in shrunk:
             self.settled.learn(s)
         self.beat(force=True)  # started: from now on, silence means stuck
@@ -112,9 +113,9 @@ class Worker:
             from conformance.night.baseline import load_baseline
 
             self.replay_baseline(load_baseline(self.cfg.baseline)["mismatches"][self.wid::self.cfg.workers])
-        # Only a worker's first incarnation sweeps: a recycled one goes on with the night.
-        sweep = sweep_examples()[self.wid::self.cfg.workers] if self.cfg.sweep and self.incarnation == 0 else []
-        round_, swept = 0, 0
+        # A recycled or restarted incarnation goes on with the sweep where the last one was.
+        sweep = sweep_examples()[self.wid::self.cfg.workers] if self.cfg.sweep else []
+        round_, swept = 0, self.swept
         while not self.over():
             before = self.run.misses
             self.search(round_)
@@ -122,7 +123,8 @@ class Worker:
             # night's runs until the sweep is done, counted in runs, so a seed gives the same night.
             n = max(self.cfg.chunk, self.run.misses - before)
             self.sweep(sweep[swept:swept + n])
-            round_, swept = round_ + 1, swept + n
+            round_, swept = round_ + 1, min(len(sweep), swept + n)
+            self.swept = swept
             self.beat(force=True)
         self.current.unlink(missing_ok=True)
         self.outbox.put(Exit(self.beat_message(), self.why_over()))
@@ -155,7 +157,7 @@ class Worker:
     # ------------------------------------------------------------------ running examples
 
     def beat_message(self) -> Beat:
-        return Beat(self.wid, self.run.misses, rss_mb(), dict(self.constructs), dict(self.spent))
+        return Beat(self.wid, self.run.misses, rss_mb(), dict(self.constructs), dict(self.spent), self.swept)
 
     def beat(self, force: bool = False) -> None:
         now = time.monotonic()
@@ -204,7 +206,7 @@ class Worker:
         from hypothesis.database import DirectoryBasedExampleDatabase
 
         from conformance.engine import PHASES, examples, search
-        from conformance.shrinking import Budget
+        from conformance.shrinking import DEFAULT_SHRINK_CALLS, Budget
 
         # Hypothesis's database (--db) is replayed once per worker, in its first round.
         phases = [p for p in PHASES if p != Phase.reuse or (round_ == 0 and self.incarnation == 0)]
@@ -218,7 +220,7 @@ class Worker:
         # Counted in runs only (--shrink-calls without --shrink-seconds), a seeded night is the same
         # on any machine; the deadline still ends it, through check().
         clock = self.cfg.shrink_seconds is not None
-        budget = Budget(seconds=self.cfg.shrink_seconds, calls=self.cfg.shrink_calls,
+        budget = Budget(seconds=self.cfg.shrink_seconds, calls=self.cfg.shrink_calls or DEFAULT_SHRINK_CALLS,
                         run_seconds=max(1.0, self.deadline - time.time()) if clock else None, skip=self.is_settled)
         n0, t0 = self.run.misses, time.time()
         failures = search(examples(small=self.cfg.small_examples), self.check, s, budget, seed,
@@ -230,9 +232,15 @@ class Worker:
         self.spent["shrinking (last pass)"] += time.time() - t1
 
     def check(self, program, schedule):
-        """What Hypothesis fails on: the example led by its first mismatch of a class not settled."""
+        """What Hypothesis fails on: the example led by its first mismatch of a class not settled.
+
+        While Hypothesis shrinks a class, a candidate counts only for that class: another class
+        it shows is saved raw and left for a fresh draw to meet, not shrunk there and then
+        (candidates meet many classes, and shrinking each in turn would leave no time to draw
+        new programs)."""
         from conformance.engine import focus
         from conformance.oracles.mismatch import class_key
+        from conformance.shrinking import shrinking_class
 
         if self.over():
             return None
@@ -240,6 +248,9 @@ class Worker:
         self.read_inbox()
         if not result.mismatches:
             return None
+        shrinking = shrinking_class()
+        if shrinking is not None and any(class_key(m) == shrinking for m in result.mismatches):
+            return focus(result, lambda k: k != shrinking)
         lead = focus(result, self.is_settled)
         if lead is None:
             self.outbox.put(Hit(self.wid, class_key(result.mismatches[0])))
@@ -252,7 +263,7 @@ class Worker:
             return None
         if lead is result and not self.raw_path(key).exists():
             self.record(lead, key, shrunk=False)  # nothing found is lost, even if shrinking never ends
-        return lead
+        return None if shrinking is not None else lead
 
     def conclude(self, result, first_seen: tuple[int, float]) -> None:
         """The last pass on a failure Hypothesis shrank; record it where it shows its class first.
