@@ -291,10 +291,8 @@ class BreaksEveryWay(_Wrapping):
         elif BREAKS[n] == "output flood":
             while True:
                 os.write(2, b"x" * 2**20)
-        elif BREAKS[n] == "memory":
-            hoard = []
-            while True:
-                hoard.append(b"x" * (100 * 2**20))  # written, so resident
+        elif BREAKS[n] == "memory":  # 6 GB written in one C call: resident, and SIGALRM cannot stop it
+            b"x" * (6 * 2**30)
         elif BREAKS[n] == "block in C":  # 2^31 rounds of C that never return to the interpreter, nor to SIGALRM
             import hashlib
 
