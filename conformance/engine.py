@@ -51,8 +51,7 @@ SCOPES = ("small", "full")
 @st.composite
 def examples(draw, regions=REGION_KINDS, statements=STATEMENT_KINDS, modules=True, max_calls=6, max_depth=3,
              max_statements=4, device=None, small=True):
-    # small=False draws every example full-size, with no scope draw: the fuzz tests' fake
-    # nights (tests/test_fuzz.py), whose scenarios were chosen under those draws.
+    # small=False draws every example full-size, with no scope draw (`fuzz --no-small-examples`).
     if small and draw(st.sampled_from(SCOPES), label="scope") == "small":
         max_depth, max_statements, max_calls = min(max_depth, 1), min(max_statements, 3), min(max_calls, 3)
     program = draw(programs(regions, statements, modules, max_depth=max_depth, max_statements=max_statements,

@@ -1,9 +1,7 @@
-"""Fast fake backends for the harness's tests: one that hangs, one that kills its process,
-one with two bugs that show the same symptom (and one with only the second of them), one
-whose first bug hides a second, one whose
-first bug hides a consequence of it, two that get eager's errors wrong, one that rejects
-a construct outright, one whose bug fresh draws almost never show, one whose bug only a
-one-op program shows, and two that only the sweep's motifs show."""
+"""Fast fake backends for the harness's own tests, each with one fault: a bug that hides a second
+one, two that get eager's errors wrong, a bug fresh draws almost never show, a bug only a one-op
+program shows, two that only the sweep's motifs show, a hostile one whose text must never run,
+and one that breaks its process every way it can."""
 
 import os
 import time
@@ -18,47 +16,6 @@ from conformance.backends.faulty import PerturbsOutputs, _Wrapping
 def _each(out, f):
     """f applied to each of a function's outputs (one, or a tuple)."""
     return tuple(map(f, out)) if isinstance(out, tuple) else f(out)
-
-
-class Hangs(_Wrapping):
-    fault = "every call sleeps"
-
-    def call(self, fn, args, compiled):
-        time.sleep(30)
-        return fn(*args)
-
-
-class Crashes(_Wrapping):
-    fault = "every call kills the process"
-
-    def call(self, fn, args, compiled):
-        os._exit(3)
-
-
-class TwoBugsOneSymptom(_Wrapping):
-    """Outputs lose requires_grad in functions that use `torch.enable_grad`, and in those
-    that modify a tensor in place: two bugs, one class of mismatch."""
-
-    fault = "detaches outputs after enable_grad or an in-place op"
-
-    triggers = {"enable_grad", "add_", "mul_", "sub_", "copy_"}
-
-    def call(self, fn, args, compiled):
-        out = fn(*args)
-        code = fn.__code__ if hasattr(fn, "__code__") else fn.forward.__code__
-        names = set(code.co_names)
-        if names & self.triggers:
-            detach = lambda x: x.detach() if isinstance(x, torch.Tensor) else x  # noqa: E731
-            out = _each(out, detach)
-        return out
-
-
-class InplaceBugOnly(TwoBugsOneSymptom):
-    """TwoBugsOneSymptom without its enable_grad bug: a program found with both constructs,
-    classified as the enable_grad issue, shrinks to the in-place one whatever its budget."""
-
-    fault = "detaches outputs after an in-place op"
-    triggers = {"add_", "mul_", "sub_", "copy_"}
 
 
 class HidesABug(_Wrapping):
@@ -80,24 +37,6 @@ class HidesABug(_Wrapping):
         return _each(out, one)
 
 
-class HidesAConsequence(_Wrapping):
-    """One bug and its consequence: functions that call `.detach()` return one value too
-    many (an outputs mismatch, whatever the values), and those of them that also modify a
-    tensor in place return their tensors detached too (a flags one, always behind it)."""
-
-    fault = "returns an extra value after detach, and detaches outputs too after an in-place op"
-
-    def call(self, fn, args, compiled):
-        out = fn(*args)
-        names = set((fn.__code__ if hasattr(fn, "__code__") else fn.forward.__code__).co_names)
-        if "detach" not in names:
-            return out
-        out = out if isinstance(out, tuple) else (out,)
-        if names & {"add_", "mul_", "sub_", "copy_"}:
-            out = tuple(x.detach() if isinstance(x, torch.Tensor) else x for x in out)
-        return out + (0,)
-
-
 class MasksErrors(_Wrapping):
     """An error the program raises comes out as the backend's own AssertionError."""
 
@@ -108,31 +47,6 @@ class MasksErrors(_Wrapping):
             return fn(*args)
         except Exception as exc:
             raise AssertionError("internal invariant") from exc
-
-
-class RejectsRequiresGradMethod(_Wrapping):
-    """Raises AttributeError at `t.requires_grad_()`, as thunder 0.2.6 does: a construct all
-    of whose programs end in one exception (saturation)."""
-
-    fault = "raises AttributeError at requires_grad_()"
-    base = _Wrapping
-
-    def call(self, fn, args, compiled):
-        def refuse(self, requires_grad=True):
-            raise AttributeError("Unknown attribute requires_grad_")
-
-        def refusing(*args):
-            with patch.object(torch.Tensor, "requires_grad_", refuse):
-                return fn(*args)
-
-        return self.base.call(self, refusing, args, compiled)
-
-
-class AlsoPerturbsOutputs(RejectsRequiresGradMethod, PerturbsOutputs):
-    """The same, and a bug the other programs show: floating outputs off by 0.5."""
-
-    fault = "raises AttributeError at requires_grad_(), perturbs outputs"
-    base = PerturbsOutputs
 
 
 class RareBug(PerturbsOutputs):
@@ -216,16 +130,9 @@ class DefersErrors(_Wrapping):
             return _FailsInBackward.apply(torch.zeros((), requires_grad=True))
 
 
-hangs = Hangs
-crashes = Crashes
-two_bugs_one_symptom = TwoBugsOneSymptom
-inplace_bug_only = InplaceBugOnly
 hides_a_bug = HidesABug
-hides_a_consequence = HidesAConsequence
 masks_errors = MasksErrors
 defers_errors = DefersErrors
-rejects_requires_grad_method = RejectsRequiresGradMethod
-rejects_requires_grad_method_perturbs_outputs = AlsoPerturbsOutputs
 rare_bug = RareBug
 one_op_bug = OneOpBug
 promotes_to_double = PromotesToDouble
