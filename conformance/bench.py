@@ -120,7 +120,7 @@ def run_shrink_bench(spec: str, max_examples: int, shrink_seconds: float, only: 
     from conformance.engine import PHASES, examples, finding_of, focus, reduce_finding, search
     from conformance.oracles.mismatch import class_key
     from conformance.program import count_statements, render
-    from conformance.report.signatures import matches, signature
+    from conformance.report.signatures import signature
     from conformance.shrinking import Memo
 
     backend = get(spec)
@@ -135,7 +135,7 @@ def run_shrink_bench(spec: str, max_examples: int, shrink_seconds: float, only: 
         def hit(program, schedule, issue=issue, run=run, first=first, best=best):
             """The example led by its mismatch of the issue, or None."""
             result = run(program, backend, schedule)
-            found = [m for m in result.mismatches if matches(signature(m, program, schedule), list(issue.signatures))]
+            found = [m for m in result.mismatches if issue.match(signature(m, program, schedule), program)]
             if not found:
                 return None
             now = time.perf_counter()

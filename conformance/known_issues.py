@@ -1,23 +1,27 @@
 """Known discrepancies of the reference stack, read from known_issues.toml.
 
-A mismatch whose signature matches a known issue keeps the suite green and is reported
-as known; any other fails the suite. Each issue carries its minimal program, which the
-suite re-runs so that an issue that no longer reproduces is reported, not silently kept.
+One entry is one root cause. It says how the bug shows, in typed fields a reader checks
+against a report (`[[issue.shows]]`: the oracle and aspect that differ, what each side
+gives, the constructs and ops the program has, facts of its structure), and carries its
+minimal program, which the suite re-runs so that an issue that no longer reproduces is
+reported, not silently kept. A finding that matches an entry keeps the suite green and is
+reported as known; any other fails it.
 """
 
 from __future__ import annotations
 
 import fnmatch
 import tomllib
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 
 from conformance import serialize
 from conformance.generators.schedules import CallSpec, Schedule
-from conformance.ops import ALIASES, INPLACE, OPS
-from conformance.program import (Assign, Call, GradRegion, HelperCall, IfGradEnabled, InPlace, Program, SetGradMode,
-                                 statements_in)
-from conformance.report.signatures import matches
+from conformance.ops import INPLACE, OPS
+from conformance.oracles.mismatch import ORACLES, Mismatch, class_key
+from conformance.program import Assign, Call, InPlace, Program, constructs, statements_in
+from conformance.program_facts import FACTS
+from conformance.report.signatures import Signature
 
 PATH = Path(__file__).with_name("known_issues.toml")
 
@@ -27,119 +31,119 @@ class BadKnownIssues(ValueError):
 
 
 @dataclass(frozen=True)
+class Shows:
+    """One way an issue shows. Every field given must hold; a list means any one of its items
+    (`constructs`: all of them). Omitted fields ask nothing."""
+
+    oracle: tuple[str, ...]
+    aspect: tuple[str, ...] = ()
+    # What each side gives: the flag's or value's text exactly ("True", "a grad_fn"), or, for
+    # exceptions, words of its message ("no exception", "does not require grad").
+    eager: tuple[str, ...] = ()
+    backend: tuple[str, ...] = ()
+    message: tuple[str, ...] = ()  # words of either side's exception message
+    call: str = ""  # "first" or "later" (then the cache is involved); "": either
+    constructs: tuple[str, ...] = ()  # the program has all of these (conformance.program.constructs)
+    any_of: tuple[str, ...] = ()  # ... and one of these
+    others: tuple[str, ...] | None = None  # ... and no construct but those and these; None: any
+    ops: tuple[str, ...] = ()  # the program calls one of these ops or in-place methods
+    needs: tuple[str, ...] = ()  # facts of the program (conformance.program_facts.FACTS)
+
+    def matches(self, sig: Signature, program: Program | None) -> bool:
+        bug = sig.bug
+        if bug.oracle not in self.oracle or (self.aspect and bug.aspect not in self.aspect):
+            return False
+        if self.call and self.call != ("later" if bug.later_call else "first"):
+            return False
+        if not (_side(bug.oracle, bug.eager, self.eager) and _side(bug.oracle, bug.backend, self.backend)):
+            return False
+        if self.message and not any(w in bug.eager or w in bug.backend for w in self.message):
+            return False
+        return self._fits(sig, program)
+
+    def _fits(self, sig: Signature, program: Program | None) -> bool:
+        """Whether the program has the constructs, ops and facts asked for."""
+        asks_program = self.ops or self.needs
+        asks_constructs = self.constructs or self.any_of or self.others is not None
+        if not (asks_program or asks_constructs):
+            return True
+        if program is None and (asks_program or sig.constructs is None):
+            return False  # nothing to check them on
+        have = set(constructs(program) if program is not None else sig.constructs) - {"return_is_grad_enabled"}
+        if not set(self.constructs) <= have or (self.any_of and not have & set(self.any_of)):
+            return False
+        if self.others is not None and not have <= set(self.constructs) | set(self.any_of) | set(self.others):
+            return False
+        return (not self.ops or calls_one_of(program, self.ops)) and all(FACTS[n](program) for n in self.needs)
+
+    def specificity(self) -> tuple[int, int, int]:
+        """How much a finding must have to match: facts of the program first (they tell apart
+        bugs that one set of constructs does not), then the other fields asked, then the words
+        asked of the messages. A finding two issues match goes to the more specific one: a broad
+        entry (any backward error) must not claim a narrower one's findings."""
+        asked = (len(self.constructs) + bool(self.any_of) + (self.others is not None) + bool(self.aspect)
+                 + bool(self.eager) + bool(self.backend) + bool(self.message) + bool(self.call))
+        return (len(self.needs) + bool(self.ops), asked,
+                min(map(len, self.eager + self.backend + self.message), default=0))
+
+
+def _side(oracle: str, value: str, wanted: tuple[str, ...]) -> bool:
+    if not wanted:
+        return True
+    if oracle == "exceptions":
+        return any(w in value for w in wanted)
+    return value in wanted
+
+
+def calls_one_of(program: Program, ops: tuple[str, ...]) -> bool:
+    """Whether the function (or a helper) calls one of the ops or in-place methods."""
+    return any((isinstance(s, Assign) and isinstance(s.value, Call) and s.value.op in ops)
+               or (isinstance(s, InPlace) and s.method in ops)
+               for s in statements_in(program.body + tuple(t for h in program.helpers for t in h.body)))
+
+
+@dataclass(frozen=True)
 class KnownIssue:
     id: str
     title: str
-    backends: tuple[str, ...]  # fnmatch patterns of backend names
-    signatures: tuple[str, ...]  # fnmatch patterns of signatures
+    backends: tuple[str, ...]  # fnmatch patterns of backend names ("thunder*")
+    shows: tuple[Shows, ...]
     program: Program
     schedule: Schedule
     oracle: str
     notes: str = ""
     upstream: str = ""
-    # Ops (or in-place methods) one of which every program of the issue calls (none: any
-    # program). A signature names a program's constructs, not its ops: `outputs.value | * @
-    # plain ops` is relu's NaN bug, and without `ops = ["relu"]` it would be any other value
-    # bug of a program of plain ops.
-    ops: tuple[str, ...] = ()
-    # Facts of the program's structure (FACTS) that every program of the issue has: what a
-    # signature's set of constructs cannot tell, such as whether an update ran before or
-    # after a grad-off call.
-    needs: tuple[str, ...] = ()
 
     def applies_to(self, backend_name: str) -> bool:
         return any(fnmatch.fnmatchcase(backend_name, p) for p in self.backends)
 
-    def may_be(self, program: Program | None) -> bool:
-        """Whether the program calls one of the issue's ops and has the facts it needs (True
-        where no program is given, or the issue names neither)."""
-        if program is None:
-            return True
-        calls = not self.ops or any(
-            (isinstance(s, Assign) and isinstance(s.value, Call) and s.value.op in self.ops)
-            or (isinstance(s, InPlace) and s.method in self.ops)
-            for s in _statements(program))
-        return calls and all(FACTS[n](program) for n in self.needs)
+    def match(self, sig: Signature, program: Program | None) -> Shows | None:
+        """The most specific way the issue shows that the finding matches."""
+        found = [s for s in self.shows if s.matches(sig, program)]
+        return max(found, key=Shows.specificity, default=None)
 
 
-def _statements(program: Program):
-    """The statements of the function and of the helpers it calls, nested ones included."""
-    return statements_in(program.body + tuple(t for h in program.helpers for t in h.body))
+_SHOWS_FIELDS = {f.name for f in fields(Shows)}
+_LISTS = {"oracle", "aspect", "eager", "backend", "message", "constructs", "any_of", "others", "ops", "needs"}
 
 
-def updates_while_grad_off(program: Program) -> bool:
-    """Whether the function updates a tensor in place where grad is off: in a no_grad,
-    set_grad_enabled(False) or inference_mode region (or a `@torch.no_grad()` helper), or
-    after a plain grad-off call before it; or where it leaves the caller's mode as it is, in
-    a function that turns grad on elsewhere (`with torch.enable_grad(): t0 = op(w)` and then
-    `t0.sub_(b)`, called under no_grad). A signature lists constructs as a set: `inplace
-    torch.set_grad_enabled(False)` is also `b.sub_(a)` before the call, an update with grad on."""
-    helpers = {h.name: h for h in program.helpers}
-    enables = any(h.decorator == "enable_grad" for h in program.helpers) or any(
-        _mode_of(s) == "on" for s in _statements(program))
-
-    def walk(block, mode: str) -> tuple[str, bool]:
-        """(the mode after the block, whether it updates where grad is off); mode is "on",
-        "off", or "caller" (as the caller left it)."""
-        found = False
-        for s in block:
-            if isinstance(s, GradRegion):  # its exit restores the mode it was entered in
-                found |= walk(s.body, _mode_of(s))[1]
-            elif isinstance(s, SetGradMode):
-                mode = _mode_of(s)
-            elif isinstance(s, IfGradEnabled):
-                (then, a), (orelse, b) = walk(s.then, mode), walk(s.orelse, mode)
-                found |= a or b
-                mode = then if then == orelse else "caller"
-            elif isinstance(s, InPlace):
-                found |= mode == "off" or (mode == "caller" and enables)
-            elif isinstance(s, Assign) and isinstance(s.value, HelperCall) and s.value.helper in helpers:
-                helper = helpers[s.value.helper]
-                found |= walk(helper.body, "on" if helper.decorator == "enable_grad" else "off")[1]
-        return mode, found
-
-    return walk(program.body, "caller")[1]
-
-
-def _mode_of(s) -> str | None:
-    """The grad mode a region or a plain call sets ("on" or "off"); None for other statements."""
-    if isinstance(s, GradRegion):
-        return "on" if s.kind == "enable_grad" or (s.kind == "set_grad_enabled" and s.enabled) else "off"
-    if isinstance(s, SetGradMode):
-        return "on" if s.enabled else "off"
-    return None
-
-
-def multiplies_a_computed_value_in_place(program: Program) -> bool:
-    """Whether the function (or a helper) calls `t.mul_(x)` on a value it computed (bound by
-    an assignment), not on an input or a parameter: its signature, `gradients.value | ... @
-    inplace`, is also that of an input's update losing its graph."""
-    statements = list(_statements(program))
-    computed = {s.target for s in statements if isinstance(s, Assign)}
-    return any(isinstance(s, InPlace) and s.method == "mul_" and s.target in computed for s in statements)
-
-
-def updates_through_an_alias(program: Program) -> bool:
-    """Whether the function (or a helper) updates in place a value bound to an alias op's
-    result (`t1 = t0.unsqueeze(0)`, then `t1.add_(b)`): such an update is also its base's,
-    and its signature, `outputs.value | ... @ inplace`, is that of empty inputs' aliasing."""
-    statements = list(_statements(program))
-    aliases = {s.target for s in statements if isinstance(s, Assign) and isinstance(s.value, Call)
-               and s.value.op in ALIASES}
-    return any(isinstance(s, InPlace) and s.target in aliases for s in statements)
-
-
-def has_a_size_zero_input(program: Program) -> bool:
-    """Whether an input or a parameter has a size-0 dim: thunder takes two such tensors for
-    aliases, whose signatures (`outputs.value | ... @ inplace module`) other bugs share."""
-    return any(0 in t.shape for t in program.inputs + program.parameters)
-
-
-# Program facts a known issue may need (KnownIssue.needs), by the name the file uses.
-FACTS = {"an update while grad is off": updates_while_grad_off,
-         "a computed value multiplied in place": multiplies_a_computed_value_in_place,
-         "an update through an alias": updates_through_an_alias,
-         "a size-0 input": has_a_size_zero_input}
+def _shows(entry: dict, defaults: dict) -> Shows:
+    """A Shows from its TOML table; the issue's own `ops` and `needs` apply to every one."""
+    if unknown := set(entry) - _SHOWS_FIELDS:
+        raise KeyError(f"unknown fields {sorted(unknown)} in [[issue.shows]] (known: {sorted(_SHOWS_FIELDS)})")
+    values = {**defaults, **entry}
+    for name in _LISTS & set(values):
+        values[name] = (values[name],) if isinstance(values[name], str) else tuple(values[name])
+    shows = Shows(**values)
+    if bad := [o for o in shows.oracle if o not in ORACLES]:
+        raise KeyError(f"oracle {bad} is not one of {list(ORACLES)}")
+    if bad := [op for op in shows.ops if op not in OPS and op not in INPLACE]:
+        raise KeyError(f"ops {bad} are not in conformance/ops.py")
+    if bad := [n for n in shows.needs if n not in FACTS]:
+        raise KeyError(f"facts {bad} are not known (known: {sorted(FACTS)})")
+    if shows.call not in ("", "first", "later"):
+        raise KeyError(f"call {shows.call!r} is not 'first' or 'later'")
+    return shows
 
 
 def load(path: Path = PATH) -> list[KnownIssue]:
@@ -149,79 +153,74 @@ def load(path: Path = PATH) -> list[KnownIssue]:
         raise BadKnownIssues(f"cannot read {path}: {exc}") from None
     issues = []
     for i, entry in enumerate(data.get("issue", [])):
+        where = f"issue {entry.get('id', f'#{i + 1}')!r}"
         try:
+            defaults = {k: entry[k] for k in ("ops", "needs") if k in entry}
             issues.append(KnownIssue(
                 id=entry["id"],
                 title=entry["title"],
                 backends=tuple(entry.get("backends", ["thunder*"])),
-                signatures=tuple(entry["signatures"]),
+                shows=tuple(_shows(s, defaults) for s in entry.get("shows", ())),
                 program=serialize.loads(entry["program"]),
                 schedule=serialize.loads(entry["schedule"]) if "schedule" in entry else tuple(
                     CallSpec(ambient=a, values_seed=k) for k, a in enumerate(entry.get("calls", ["grad"]))),
                 oracle=entry["oracle"],
                 notes=entry.get("notes", ""),
                 upstream=entry.get("upstream", ""),
-                ops=tuple(entry.get("ops", [])),
-                needs=tuple(entry.get("needs", [])),
             ))
-        except (KeyError, serialize.BadProgram) as exc:
-            raise BadKnownIssues(f"{path}: issue #{i + 1} is malformed: {exc}") from None
-        if unknown := [op for op in issues[-1].ops if op not in OPS and op not in INPLACE]:
-            raise BadKnownIssues(f"{path}: issue {issues[-1].id!r} names ops not in conformance/ops.py: {unknown}")
-        if unknown := [n for n in issues[-1].needs if n not in FACTS]:
-            raise BadKnownIssues(f"{path}: issue {issues[-1].id!r} needs facts conformance/known_issues.py does not "
-                                 f"know: {unknown} (known: {sorted(FACTS)})")
+        except KeyError as exc:
+            raise BadKnownIssues(f"{path}: {where} is malformed: {exc.args[0]}" if " " in str(exc.args[0])
+                                 else f"{path}: {where} lacks the field {exc.args[0]!r}") from None
+        except (TypeError, serialize.BadProgram) as exc:
+            raise BadKnownIssues(f"{path}: {where} is malformed: {exc}") from None
+        if not issues[-1].shows:
+            raise BadKnownIssues(f"{path}: {where} has no [[issue.shows]]: say how the bug shows")
     ids = [k.id for k in issues]
     if len(set(ids)) != len(ids):
         raise BadKnownIssues(f"{path}: duplicate issue ids")
     return issues
 
 
-def classify(sig, backend_name: str, issues: list[KnownIssue],
+def classify(sig: Signature, backend_name: str, issues: list[KnownIssue],
              program: Program | None = None) -> KnownIssue | None:
-    """The known issue whose most specific pattern matches `sig`, among those the program
-    (where given) may be (KnownIssue.may_be: it calls one of their ops and has the facts they
-    need); on a tie of patterns, the issue that asks more of the program (ops, facts), then
-    the first in the file.
-
-    The most specific one, not the first: a broad pattern (`exceptions.backend raised during
-    backward | *`) would otherwise claim the findings of a narrower issue listed after it
-    (`*A view was created in no_grad mode*`), and that issue would never be reported as hit."""
-    best, best_score = None, (-1, -1)
+    """The known issue whose most specific way of showing (Shows.specificity) the finding
+    matches; on a tie, the first in the file."""
+    best, best_score = None, None
     for issue in issues:
-        if not issue.applies_to(backend_name) or not issue.may_be(program):
-            continue
-        for pattern in issue.signatures:
-            score = (_specificity(pattern), bool(issue.ops) + len(issue.needs) if program is not None else 0)
-            if score > best_score and matches(sig, [pattern]):
-                best, best_score = issue, score
+        if issue.applies_to(backend_name) and (shows := issue.match(sig, program)) is not None:
+            if best_score is None or shows.specificity() > best_score:
+                best, best_score = issue, shows.specificity()
     return best
 
 
-def _specificity(pattern: str) -> int:
-    # The characters a signature must contain, not those a wildcard stands for.
-    return len(pattern.replace("*", "").replace("?", ""))
-
-
 def stub(record: dict, issue_id: str = "") -> str:
-    """A known_issues.toml entry for a finding, to be given a title and notes by a person."""
+    """A known_issues.toml entry for a finding, to be given a title, notes and a narrower
+    `shows` by a person."""
     import json
 
     from conformance.report.signatures import slug
 
-    calls = [c["ambient"] for c in record["schedule"]]
     schedule = json.dumps(record["schedule"])
     body = "\n".join("#   " + line for line in record["body"].splitlines())
+    program = serialize.loads(json.dumps(record["program"]))
+    first = record["mismatches"][0]
+    bug = class_key(Mismatch(**{k: first[k] for k in ("oracle", "aspect", "where", "eager", "backend", "call")}))
+    sides = "".join(f"{name} = {json.dumps(value)}\n" for name, value in (("eager", bug.eager), ("backend", bug.backend))
+                    if value)
     return (
         "[[issue]]\n"
         f"id = {json.dumps(issue_id or slug(record))}\n"
         'title = "TODO: what the backend does wrong, in one line"\n'
         f"oracle = {json.dumps(record['oracle'])}\n"
         f"backends = {json.dumps([record['backend'].split('[')[0] + '*'])}\n"
-        f"signatures = [{json.dumps(record['signature'])}]\n"
-        f"calls = {json.dumps(calls)}\n"
         f"schedule = '''{schedule}'''\n"
         'notes = "TODO: why eager\'s side is documented PyTorch behaviour"\n'
         f"# body:\n{body}\n"
         f"program = '''{json.dumps(record['program'])}'''\n"
+        "[[issue.shows]]\n"
+        f"oracle = {json.dumps(record['oracle'])}\n"
+        f"aspect = {json.dumps(record['aspect'])}\n"
+        f"{sides}"
+        f"call = {json.dumps('later' if bug.later_call else 'first')}\n"
+        f"constructs = {json.dumps(sorted(constructs(program) - {'return_is_grad_enabled'}))}\n"
     )

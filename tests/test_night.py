@@ -183,7 +183,7 @@ def test_a_recycled_worker_keeps_what_was_found_and_goes_on(tmp_path):
 
 
 def test_a_class_is_settled_by_a_short_repro_or_after_its_shrinks():
-    a, b = BugClass("outputs", "value"), BugClass("flags", "requires_grad", "eager True, backend False", True)
+    a, b = BugClass("outputs", "value"), BugClass("flags", "requires_grad", "True", "False", True)
     settled = Settled(shrinks_per_class=2)
     settled.learn(Shrunk(0, a, f"{a} @ plain ops", None, 3))
     assert a in settled

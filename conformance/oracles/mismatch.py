@@ -33,13 +33,7 @@ class Mismatch:
 
     @property
     def symptom(self) -> str:
-        """What differs, without the particulars of one program: the exception raised, the
-        flag or Python value on each side; empty where the aspect says it all (values)."""
-        if self.oracle == "exceptions":
-            return f"{_normal(self.eager)} / {_normal(self.backend)}"
-        if self.oracle in ("flags", "grad_mode") or self.aspect == "python value":
-            return f"eager {self.eager}, backend {self.backend}"
-        return ""
+        return class_key(self).symptom
 
     def line(self) -> str:
         at = f"call {self.call} ({self.ambient}): " if self.call is not None else ""
@@ -79,12 +73,22 @@ class BugClass:
 
     oracle: str
     aspect: str
-    symptom: str = ""  # empty where the aspect says it all
+    # What each side shows, without the particulars of one program: the exception raised (its
+    # words: names, shapes and numbers dropped), or the flag or Python value; empty where the
+    # aspect says it all (values).
+    eager: str = ""
+    backend: str = ""
     later_call: bool = False
 
     @property
     def kind(self) -> str:
         return f"{self.oracle}.{self.aspect}"
+
+    @property
+    def symptom(self) -> str:
+        if self.oracle == "exceptions":
+            return f"{self.eager} / {self.backend}"
+        return f"eager {self.eager}, backend {self.backend}" if self.eager or self.backend else ""
 
     def __str__(self) -> str:
         when = "later call" if self.later_call else "first call"
@@ -92,7 +96,12 @@ class BugClass:
 
 
 def class_key(m: Mismatch) -> BugClass:
-    return BugClass(m.oracle, m.aspect, m.symptom, m.call not in (0, None))
+    later = m.call not in (0, None)
+    if m.oracle == "exceptions":
+        return BugClass(m.oracle, m.aspect, _normal(m.eager), _normal(m.backend), later)
+    if m.oracle in ("flags", "grad_mode") or m.aspect == "python value":
+        return BugClass(m.oracle, m.aspect, m.eager, m.backend, later)
+    return BugClass(m.oracle, m.aspect, later_call=later)
 
 
 def exception_class(m: Mismatch) -> type[ConformanceMismatch]:

@@ -5,7 +5,6 @@ differed (and whether it came after another call: then the cache is involved).""
 
 from __future__ import annotations
 
-import fnmatch
 import hashlib
 from dataclasses import dataclass
 
@@ -24,7 +23,7 @@ _SYMPTOM_IS_ENOUGH = ("exceptions", "traces")
 class Signature:
     """A bug's identity on the shrunk example: its class, and the constructs the shrunk program
     still needs (None where the symptom alone names the bug). Its text (`str`) is what
-    summary.json and known_issues.toml's patterns know: `<oracle>.<aspect> | <symptom> |
+    summary.json and reports show: `<oracle>.<aspect> | <symptom> |
     <first or later call> @ <constructs>`."""
 
     bug: BugClass
@@ -53,8 +52,3 @@ def slug(record: dict) -> str:
     known = record.get("known")
     key = record["signature"] if known is None else f"{record['signature']}\n{known}"
     return f"{head[:48]}-{hashlib.sha1(key.encode()).hexdigest()[:8]}"
-
-
-def matches(sig: Signature | str, patterns: list[str]) -> bool:
-    """Whether the signature's text matches one of known_issues.toml's glob patterns."""
-    return any(fnmatch.fnmatchcase(str(sig), p) for p in patterns)
