@@ -100,8 +100,61 @@ class AmbientReadAsOn(_Mutant):
         return _setattr(thunder, "pytorch", Torch())
 
 
+class ViewsNotTagged(_Mutant):
+    """Symbols called with grad off tag their outputs, except shape ops (reshape, unsqueeze,
+    transpose, slicing...): a view made under no_grad stays differentiable."""
+
+    part = "views under no_grad not tagged"
+    VIEWS = ("reshape", "unsqueeze", "transpose", "getitem", "flatten", "view", "expand", "squeeze", "permute")
+
+    def patched(self):
+        import sys
+
+        import thunder.core.symbol as symbol
+
+        original = symbol.tree_map
+
+        def tree_map(fn, tree, *rest):
+            caller = sys._getframe(1).f_locals.get("self")
+            if fn.__name__ == "tag_tensorproxy_output_as_detached" and getattr(caller, "name", "") in self.VIEWS:
+                return tree
+            return original(fn, tree, *rest)
+
+        return _setattr(symbol, "tree_map", tree_map)
+
+
+class CacheChecksGradOnly(_Mutant):
+    """The prologue checks the ambient grad mode of an entry compiled with grad on, but an entry
+    compiled with grad off is taken whatever the mode: its constants then serve a call with grad."""
+
+    part = "cache check of grad-off entries dropped"
+
+    def patched(self):
+        import thunder
+
+        original = thunder._get_cache_info
+
+        class WithoutGradOff(dict):
+            def __setitem__(self, key, value):
+                if not (key == "is_grad_enabled" and not value):
+                    super().__setitem__(key, value)
+
+        def get_cache_info():
+            info = original()
+            if isinstance(info, WithoutGradOff):
+                return info
+            wrapped = WithoutGradOff(info)
+            thunder._cache_info_ctx.set(wrapped)
+            return wrapped
+
+        return _setattr(thunder, "_get_cache_info", get_cache_info)
+
+
 marker_never_reenables = MarkerNeverReenables
 write_back_skipped = WriteBackSkipped
 vjp_reads_input_tags = VjpReadsInputTags
 ambient_read_as_on = AmbientReadAsOn
-FAULTS = ("marker_never_reenables", "write_back_skipped", "vjp_reads_input_tags", "ambient_read_as_on")
+views_not_tagged = ViewsNotTagged
+cache_checks_grad_only = CacheChecksGradOnly
+FAULTS = ("marker_never_reenables", "write_back_skipped", "vjp_reads_input_tags", "ambient_read_as_on",
+          "views_not_tagged", "cache_checks_grad_only")

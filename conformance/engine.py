@@ -76,7 +76,7 @@ def finding_of(failure: ConformanceMismatch | Result, backend_name: str, issues)
     """A failure Hypothesis raised (it carries its Result), or a Result with mismatches."""
     result: Result = failure if isinstance(failure, Result) else failure.result
     sig = signature(result.mismatches[0], result.program, result.schedule)
-    return Finding(sig, result, KI.classify(sig, backend_name, issues, result.program))
+    return Finding(sig, result, KI.classify(sig, backend_name, issues, result.program, result.mismatches[0].ambient))
 
 
 def focus(result: Result, masked: Callable[[BugClass], bool]) -> Result | None:
@@ -167,7 +167,7 @@ def reduce_finding(finding: Finding, backend, issues, run=run_example, budget: B
     if (r.program, r.schedule) == (finding.result.program, finding.result.schedule):
         return finding
     sig = signature(r.result.mismatches[0], r.program, r.schedule)
-    return Finding(sig, r.result, KI.classify(sig, backend.name, issues, r.program))
+    return Finding(sig, r.result, KI.classify(sig, backend.name, issues, r.program, r.result.mismatches[0].ambient))
 
 
 def class_of(f: Finding) -> BugClass:

@@ -49,7 +49,9 @@ class Shows:
     ops: tuple[str, ...] = ()  # the program calls one of these ops or in-place methods
     needs: tuple[str, ...] = ()  # facts of the program (conformance.program_facts.FACTS)
 
-    def matches(self, sig: Signature, program: Program | None) -> bool:
+    def matches(self, sig: Signature, program: Program | None, ambient: str | None = None) -> bool:
+        """Whether a finding matches: its signature, its shrunk program, and the ambient mode of
+        the call that differed (None: not known; a fact then holds if some ambient mode gives it)."""
         bug = sig.bug
         if bug.oracle not in self.oracle or (self.aspect and bug.aspect not in self.aspect):
             return False
@@ -59,9 +61,9 @@ class Shows:
             return False
         if self.message and not any(w in bug.eager or w in bug.backend for w in self.message):
             return False
-        return self._fits(sig, program)
+        return self._fits(sig, program, ambient)
 
-    def _fits(self, sig: Signature, program: Program | None) -> bool:
+    def _fits(self, sig: Signature, program: Program | None, ambient: str | None) -> bool:
         """Whether the program has the constructs, ops and facts asked for."""
         asks_program = self.ops or self.needs
         asks_constructs = self.constructs or self.any_of or self.others is not None
@@ -74,7 +76,7 @@ class Shows:
             return False
         if self.others is not None and not have <= set(self.constructs) | set(self.any_of) | set(self.others):
             return False
-        return (not self.ops or calls_one_of(program, self.ops)) and all(FACTS[n](program) for n in self.needs)
+        return (not self.ops or calls_one_of(program, self.ops)) and all(FACTS[n](program, ambient) for n in self.needs)
 
     def specificity(self) -> tuple[int, int, int]:
         """How much a finding must have to match: facts of the program first (they tell apart
@@ -117,9 +119,9 @@ class KnownIssue:
     def applies_to(self, backend_name: str) -> bool:
         return any(fnmatch.fnmatchcase(backend_name, p) for p in self.backends)
 
-    def match(self, sig: Signature, program: Program | None) -> Shows | None:
+    def match(self, sig: Signature, program: Program | None, ambient: str | None = None) -> Shows | None:
         """The most specific way the issue shows that the finding matches."""
-        found = [s for s in self.shows if s.matches(sig, program)]
+        found = [s for s in self.shows if s.matches(sig, program, ambient)]
         return max(found, key=Shows.specificity, default=None)
 
 
@@ -182,12 +184,12 @@ def load(path: Path = PATH) -> list[KnownIssue]:
 
 
 def classify(sig: Signature, backend_name: str, issues: list[KnownIssue],
-             program: Program | None = None) -> KnownIssue | None:
+             program: Program | None = None, ambient: str | None = None) -> KnownIssue | None:
     """The known issue whose most specific way of showing (Shows.specificity) the finding
     matches; on a tie, the first in the file."""
     best, best_score = None, None
     for issue in issues:
-        if issue.applies_to(backend_name) and (shows := issue.match(sig, program)) is not None:
+        if issue.applies_to(backend_name) and (shows := issue.match(sig, program, ambient)) is not None:
             if best_score is None or shows.specificity() > best_score:
                 best, best_score = issue, shows.specificity()
     return best

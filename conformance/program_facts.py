@@ -1,13 +1,127 @@
-"""Facts of a program's structure that a signature's set of constructs cannot tell: whether an
-update ran where grad was off, or after a region's exit, or through an alias. A known issue
-names the facts every program of it has (known_issues.toml `needs`), so that one signature
-shown by two bugs goes to the right one."""
+"""Facts of a program that a signature's set of constructs cannot tell: where grad was off when
+an update or a view ran, whether a region was entered in a mode the function had changed,
+whether an update went through an alias. A known issue names the facts every program of it has
+(known_issues.toml `needs`), so that one symptom shown by two bugs goes to the right one, and a
+new bug with a known bug's symptom is not taken for it.
+
+Grad-mode facts follow eager PyTorch through the program for the ambient mode of the call that
+differed: which branch `torch.is_grad_enabled()` takes, what each region's exit restores. Where
+the ambient mode is not known, a fact holds if it holds under one of AMBIENT_MODES.
+"""
 
 from __future__ import annotations
 
-from conformance.ops import ALIASES
-from conformance.program import (Assign, Call, GradRegion, HelperCall, IfGradEnabled, InPlace, Program, SetGradMode,
-                                 statements_in)
+from dataclasses import dataclass
+from typing import Callable, Iterator
+
+from conformance.grad_mode import AMBIENT_GRAD_ENABLED, AMBIENT_MODES
+from conformance.ops import ALIASES, FAMILIES
+from conformance.program import (GRAD_ENABLED, Assign, Call, GradRegion, HelperCall, IfGradEnabled, InPlace, Program,
+                                 SetGradMode, statements_in)
+
+# Ops whose result is a view of their input, which eager gives requires_grad where the input has
+# it even under no_grad (a copy made there does not require grad).
+VIEWS = frozenset(FAMILIES["view"]) - {"flip", "detach"}
+
+
+@dataclass(frozen=True)
+class Mode:
+    grad: bool  # torch.is_grad_enabled()
+    inference: bool = False
+
+
+@dataclass(frozen=True)
+class Step:
+    """A statement as eager runs it: the mode in effect, and the caller's (the ambient mode)."""
+
+    statement: object
+    mode: Mode
+    caller: Mode
+
+
+def run_order(program: Program, ambient: str) -> Iterator[Step]:
+    """The statements eager runs, in order, with the mode each runs in: regions and decorated
+    helpers restore on exit the mode they were entered in; a plain call sets it until changed;
+    `if torch.is_grad_enabled()` takes the branch the mode gives. The function's end is a Step
+    whose statement is None."""
+    caller = Mode(AMBIENT_GRAD_ENABLED[ambient], ambient == "inference_mode")
+    helpers = {h.name: h for h in program.helpers}
+
+    def walk(block, mode: Mode):
+        for s in block:
+            yield Step(s, mode, caller)
+            if isinstance(s, GradRegion):
+                yield from walk(s.body, _entered(s, mode))
+            elif isinstance(s, SetGradMode):
+                mode = Mode(s.enabled, mode.inference)
+            elif isinstance(s, IfGradEnabled):
+                mode = yield from walk(s.then if mode.grad else s.orelse, mode)
+            elif isinstance(s, Assign) and isinstance(s.value, HelperCall) and s.value.helper in helpers:
+                helper = helpers[s.value.helper]
+                yield from walk(helper.body, Mode(helper.decorator == "enable_grad", mode.inference))
+        return mode
+
+    end = yield from walk(program.body, caller)
+    yield Step(None, end, caller)
+
+
+def _entered(region: GradRegion, mode: Mode) -> Mode:
+    if region.kind == "inference_mode":
+        return Mode(False, True)
+    return Mode(region.kind == "enable_grad" or (region.kind == "set_grad_enabled" and region.enabled), mode.inference)
+
+
+def _under_some_ambient(fact: Callable[[Program, str], bool]) -> Callable[[Program, str | None], bool]:
+    def holds(program: Program, ambient: str | None = None) -> bool:
+        return any(fact(program, a) for a in ([ambient] if ambient else AMBIENT_MODES))
+
+    holds.__doc__, holds.__name__ = fact.__doc__, fact.__name__
+    return holds
+
+
+@_under_some_ambient
+def updates_while_grad_off(program: Program, ambient: str) -> bool:
+    """Whether eager updates a tensor in place where grad is off."""
+    return any(isinstance(s.statement, InPlace) and not s.mode.grad for s in run_order(program, ambient))
+
+
+@_under_some_ambient
+def updates_while_grad_on(program: Program, ambient: str) -> bool:
+    """Whether eager updates a tensor in place where grad is on."""
+    return any(isinstance(s.statement, InPlace) and s.mode.grad for s in run_order(program, ambient))
+
+
+@_under_some_ambient
+def makes_a_view_while_grad_off(program: Program, ambient: str) -> bool:
+    """Whether eager makes a view (reshape, transpose, a slice, unsqueeze) where grad is off."""
+    return any(isinstance(s.statement, Assign) and isinstance(s.statement.value, Call)
+               and s.statement.value.op in VIEWS and not s.mode.grad for s in run_order(program, ambient))
+
+
+@_under_some_ambient
+def grad_is_on_somewhere(program: Program, ambient: str) -> bool:
+    """Whether grad is on at the call or at some statement eager runs."""
+    return any(s.mode.grad for s in run_order(program, ambient))
+
+
+def grad_is_off_throughout(program: Program, ambient: str | None = None) -> bool:
+    """Whether grad is off at the call and at every statement eager runs (under the ambient
+    mode given, or under one of them)."""
+    return any(not grad_is_on_somewhere(program, a) for a in ([ambient] if ambient else AMBIENT_MODES))
+
+
+@_under_some_ambient
+def reads_or_restores_a_mode_the_function_changed(program: Program, ambient: str) -> bool:
+    """Whether the function enters a region or a decorated helper, branches on
+    `torch.is_grad_enabled()`, or returns it, where the mode differs from the caller's: the
+    exit must restore, and the read must give, the mode the function set, not the caller's."""
+    for s in run_order(program, ambient):
+        reads = isinstance(s.statement, (GradRegion, IfGradEnabled)) or (
+            isinstance(s.statement, Assign) and isinstance(s.statement.value, HelperCall)) or (
+            s.statement is None and GRAD_ENABLED in program.returns)
+        if reads and s.mode.grad != s.caller.grad:
+            return True
+    return False
 
 
 def _statements(program: Program):
@@ -15,50 +129,7 @@ def _statements(program: Program):
     return statements_in(program.body + tuple(t for h in program.helpers for t in h.body))
 
 
-def updates_while_grad_off(program: Program) -> bool:
-    """Whether the function updates a tensor in place where grad is off: in a no_grad,
-    set_grad_enabled(False) or inference_mode region (or a `@torch.no_grad()` helper), or
-    after a plain grad-off call before it; or where it leaves the caller's mode as it is, in
-    a function that turns grad on elsewhere (`with torch.enable_grad(): t0 = op(w)` and then
-    `t0.sub_(b)`, called under no_grad). A signature lists constructs as a set: `inplace
-    torch.set_grad_enabled(False)` is also `b.sub_(a)` before the call, an update with grad on."""
-    helpers = {h.name: h for h in program.helpers}
-    enables = any(h.decorator == "enable_grad" for h in program.helpers) or any(
-        _mode_of(s) == "on" for s in _statements(program))
-
-    def walk(block, mode: str) -> tuple[str, bool]:
-        """(the mode after the block, whether it updates where grad is off); mode is "on",
-        "off", or "caller" (as the caller left it)."""
-        found = False
-        for s in block:
-            if isinstance(s, GradRegion):  # its exit restores the mode it was entered in
-                found |= walk(s.body, _mode_of(s))[1]
-            elif isinstance(s, SetGradMode):
-                mode = _mode_of(s)
-            elif isinstance(s, IfGradEnabled):
-                (then, a), (orelse, b) = walk(s.then, mode), walk(s.orelse, mode)
-                found |= a or b
-                mode = then if then == orelse else "caller"
-            elif isinstance(s, InPlace):
-                found |= mode == "off" or (mode == "caller" and enables)
-            elif isinstance(s, Assign) and isinstance(s.value, HelperCall) and s.value.helper in helpers:
-                helper = helpers[s.value.helper]
-                found |= walk(helper.body, "on" if helper.decorator == "enable_grad" else "off")[1]
-        return mode, found
-
-    return walk(program.body, "caller")[1]
-
-
-def _mode_of(s) -> str | None:
-    """The grad mode a region or a plain call sets ("on" or "off"); None for other statements."""
-    if isinstance(s, GradRegion):
-        return "on" if s.kind == "enable_grad" or (s.kind == "set_grad_enabled" and s.enabled) else "off"
-    if isinstance(s, SetGradMode):
-        return "on" if s.enabled else "off"
-    return None
-
-
-def multiplies_a_computed_value_in_place(program: Program) -> bool:
+def multiplies_a_computed_value_in_place(program: Program, ambient: str | None = None) -> bool:
     """Whether the function (or a helper) calls `t.mul_(x)` on a value it computed (bound by
     an assignment), not on an input or a parameter: its signature, `gradients.value | ... @
     inplace`, is also that of an input's update losing its graph."""
@@ -67,7 +138,7 @@ def multiplies_a_computed_value_in_place(program: Program) -> bool:
     return any(isinstance(s, InPlace) and s.method == "mul_" and s.target in computed for s in statements)
 
 
-def updates_through_an_alias(program: Program) -> bool:
+def updates_through_an_alias(program: Program, ambient: str | None = None) -> bool:
     """Whether the function (or a helper) updates in place a value bound to an alias op's
     result (`t1 = t0.unsqueeze(0)`, then `t1.add_(b)`): such an update is also its base's,
     and its signature, `outputs.value | ... @ inplace`, is that of empty inputs' aliasing."""
@@ -77,42 +148,19 @@ def updates_through_an_alias(program: Program) -> bool:
     return any(isinstance(s, InPlace) and s.target in aliases for s in statements)
 
 
-def has_a_size_zero_input(program: Program) -> bool:
+def has_a_size_zero_input(program: Program, ambient: str | None = None) -> bool:
     """Whether an input or a parameter has a size-0 dim: thunder takes two such tensors for
     aliases, whose signatures (`outputs.value | ... @ inplace module`) other bugs share."""
     return any(0 in t.shape for t in program.inputs + program.parameters)
 
 
-def enters_a_region_where_the_function_set_the_mode(program: Program) -> bool:
-    """Whether a grad-mode region or a decorated helper is entered where the function, not the
-    caller, set the mode: inside another region or helper, or after a plain
-    `torch.set_grad_enabled(b)`. Its exit must restore the mode the function set; a backend
-    that restores the caller's mode there (or reads the caller's with
-    `torch.is_grad_enabled()`) shows it only in such programs."""
-    helpers = {h.name: h for h in program.helpers}
-
-    def walk(block, mode: str) -> tuple[str, bool]:
-        found = False
-        for s in block:
-            if isinstance(s, GradRegion):
-                found |= mode != "caller" or walk(s.body, _mode_of(s))[1]
-            elif isinstance(s, SetGradMode):
-                mode = _mode_of(s)
-            elif isinstance(s, IfGradEnabled):
-                (then, a), (orelse, b) = walk(s.then, mode), walk(s.orelse, mode)
-                found |= a or b
-                mode = then if then == orelse else "caller"
-            elif isinstance(s, Assign) and isinstance(s.value, HelperCall) and s.value.helper in helpers:
-                helper = helpers[s.value.helper]  # decorated: its exit restores the mode it was called in
-                found |= mode != "caller" or walk(helper.body, "on" if helper.decorator == "enable_grad" else "off")[1]
-        return mode, found
-
-    return walk(program.body, "caller")[1]
-
-
-# The facts known_issues.toml may name (`needs`), by the name it uses.
+# The facts known_issues.toml may name (`needs`), by the name it uses: fact(program, ambient).
 FACTS = {"an update while grad is off": updates_while_grad_off,
-         "a region entered where the function set the mode": enters_a_region_where_the_function_set_the_mode,
+         "an update while grad is on": updates_while_grad_on,
+         "a view made while grad is off": makes_a_view_while_grad_off,
+         "grad on somewhere in the call": grad_is_on_somewhere,
+         "grad off throughout the call": grad_is_off_throughout,
+         "grad mode read or restored where the function changed it": reads_or_restores_a_mode_the_function_changed,
          "a computed value multiplied in place": multiplies_a_computed_value_in_place,
          "an update through an alias": updates_through_an_alias,
          "a size-0 input": has_a_size_zero_input}

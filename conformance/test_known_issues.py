@@ -16,7 +16,8 @@ def test_known_issue_still_reproduces(backend, issue):
         pytest.skip(f"{issue.id} is a known issue of {', '.join(issue.backends)}, not of {backend.name}")
     result = run_example(issue.program, backend, issue.schedule)
     sigs = [signature(m, issue.program, issue.schedule) for m in result.mismatches]
-    hit = [s for s in sigs if known_issues.classify(s, backend.name, [issue], issue.program)]
+    hit = [s for s, m in zip(sigs, result.mismatches)
+           if known_issues.classify(s, backend.name, [issue], issue.program, m.ambient)]
     assert hit, (
         f"known issue {issue.id!r} no longer reproduces on {backend.name}: it may be fixed. "
         f"Remove it from conformance/known_issues.toml. Signatures now: {sigs or 'none'}"
