@@ -108,7 +108,7 @@ def calls_one_of(program: Program, ops: tuple[str, ...]) -> bool:
 class KnownIssue:
     id: str
     title: str
-    backends: tuple[str, ...]  # fnmatch patterns of backend names ("thunder*")
+    backends: tuple[str, ...]  # backend families (fnmatch patterns): "thunder", "torch.compile"
     shows: tuple[Shows, ...]
     program: Program
     schedule: Schedule
@@ -117,7 +117,10 @@ class KnownIssue:
     upstream: str = ""
 
     def applies_to(self, backend_name: str) -> bool:
-        return any(fnmatch.fnmatchcase(backend_name, p) for p in self.backends)
+        """Whether the issue holds for the backend: its family (the name before any
+        `[options]`: `thunder[cache=no caching]` is thunder) matches one of `backends`."""
+        family = backend_name.split("[", 1)[0]
+        return any(fnmatch.fnmatchcase(family, p) for p in self.backends)
 
     def match(self, sig: Signature, program: Program | None, ambient: str | None = None) -> Shows | None:
         """The most specific way the issue shows that the finding matches."""
@@ -161,7 +164,7 @@ def load(path: Path = PATH) -> list[KnownIssue]:
             issues.append(KnownIssue(
                 id=entry["id"],
                 title=entry["title"],
-                backends=tuple(entry.get("backends", ["thunder*"])),
+                backends=tuple(entry["backends"]),
                 shows=tuple(_shows(s, defaults) for s in entry.get("shows", ())),
                 program=serialize.loads(entry["program"]),
                 schedule=serialize.loads(entry["schedule"]) if "schedule" in entry else tuple(
@@ -214,7 +217,7 @@ def stub(record: dict, issue_id: str = "") -> str:
         f"id = {json.dumps(issue_id or slug(record))}\n"
         'title = "TODO: what the backend does wrong, in one line"\n'
         f"oracle = {json.dumps(record['oracle'])}\n"
-        f"backends = {json.dumps([record['backend'].split('[')[0] + '*'])}\n"
+        f"backends = {json.dumps([record['backend'].split('[')[0]])}\n"
         f"schedule = '''{schedule}'''\n"
         'notes = "TODO: why eager\'s side is documented PyTorch behaviour"\n'
         f"# body:\n{body}\n"

@@ -82,7 +82,33 @@ class HelperCall:
         return f"{self.helper}({', '.join(self.args)})"
 
 
-Value = Union[Call, Create, HelperCall]
+# Reads of autograd state, each a Python bool bound to a name (returned, or branched on): how
+# each renders, `{0}` standing for the tensor read.
+READS = {
+    "requires_grad": "{0}.requires_grad",
+    "is_leaf": "{0}.is_leaf",
+    "grad_fn_is_none": "{0}.grad_fn is None",
+    "is_inference": "{0}.is_inference()",
+    "inference_mode_enabled": "torch.is_inference_mode_enabled()",
+}
+
+
+@dataclass(frozen=True)
+class Read:
+    """`t = a.requires_grad` and the other READS: a bool, not a tensor."""
+
+    attr: str
+    of: str = ""  # the tensor read; "" for torch.is_inference_mode_enabled()
+
+    @property
+    def args(self) -> tuple[str, ...]:
+        return (self.of,) if self.of else ()
+
+    def render(self) -> str:
+        return READS[self.attr].format(self.of)
+
+
+Value = Union[Call, Create, HelperCall, Read]
 
 
 @dataclass(frozen=True)
@@ -131,10 +157,15 @@ class SetGradMode:
 
 @dataclass(frozen=True)
 class IfGradEnabled:
-    """`if torch.is_grad_enabled(): ... else: ...`; both branches end by assigning `target`."""
+    """`if torch.is_grad_enabled(): ... else: ...`, or `if t3:` on a Read's bool (`condition`);
+    both branches end by assigning the same target."""
 
     then: tuple["Statement", ...]
     orelse: tuple["Statement", ...]
+    condition: str = ""  # a name bound to a Read; "": torch.is_grad_enabled()
+
+    def header(self) -> str:
+        return f"if {self.condition or GRAD_ENABLED}:"
 
 
 Statement = Union[Assign, InPlace, RequiresGrad, GradRegion, SetGradMode, IfGradEnabled]
@@ -197,7 +228,7 @@ def _render_block(stmts: tuple[Statement, ...], depth: int) -> list[str]:
         elif isinstance(s, SetGradMode):
             lines.append(f"{pad}{s.api}({s.enabled})")
         elif isinstance(s, IfGradEnabled):
-            lines.append(f"{pad}if torch.is_grad_enabled():")
+            lines.append(pad + s.header())
             lines.extend(_render_block(s.then, depth + 1))
             lines.append(f"{pad}else:")
             lines.extend(_render_block(s.orelse, depth + 1))
@@ -274,6 +305,8 @@ def reads(block: tuple[Statement, ...]) -> Iterator[str]:
             yield s.arg
         elif isinstance(s, RequiresGrad):
             yield s.target
+        elif isinstance(s, IfGradEnabled) and s.condition:
+            yield s.condition
 
 
 def count_statements(program: Program) -> int:
@@ -304,7 +337,7 @@ def constructs(program: Program) -> frozenset[str]:
             elif isinstance(s, SetGradMode):
                 found.add(f"{s.api}({s.enabled})")
             elif isinstance(s, IfGradEnabled):
-                found.add("if_is_grad_enabled")
+                found.add("if_read" if s.condition else "if_is_grad_enabled")
                 walk(s.then)
                 walk(s.orelse)
             elif isinstance(s, InPlace):
@@ -317,6 +350,8 @@ def constructs(program: Program) -> frozenset[str]:
                     found.add("create_requires_grad" if v.requires_grad else "create")
                 elif isinstance(v, Call) and v.op == "detach":
                     found.add("detach")
+                elif isinstance(v, Read):
+                    found.add(f"read_{v.attr}")
 
     walk(program.body)
     for h in program.helpers:

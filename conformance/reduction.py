@@ -32,6 +32,7 @@ from conformance.program import (
     IfGradEnabled,
     InPlace,
     Program,
+    Read,
     RequiresGrad,
     SetGradMode,
     Statement,
@@ -267,6 +268,8 @@ def _block_scoped(block, names: set[str], helpers: dict[str, Helper]) -> bool:
             if not _block_scoped(s.body, names, helpers):
                 return False
         elif isinstance(s, IfGradEnabled):
+            if s.condition and s.condition not in names:
+                return False
             then, orelse = set(names), set(names)
             if not (_block_scoped(s.then, then, helpers) and _block_scoped(s.orelse, orelse, helpers)):
                 return False
@@ -315,6 +318,8 @@ def canonical_names(program: Program) -> Program:
                 v = replace(v, args=tuple(map(name, v.args)))
             elif isinstance(v, HelperCall):
                 v = replace(v, helper=name(v.helper), args=tuple(map(name, v.args)))
+            elif isinstance(v, Read):
+                v = replace(v, of=name(v.of))
             return replace(s, target=name(s.target), value=v)
         if isinstance(s, InPlace):
             return replace(s, target=name(s.target), arg=name(s.arg))
@@ -323,7 +328,7 @@ def canonical_names(program: Program) -> Program:
         if isinstance(s, GradRegion):
             return replace(s, body=block(s.body))
         if isinstance(s, IfGradEnabled):
-            return replace(s, then=block(s.then), orelse=block(s.orelse))
+            return replace(s, then=block(s.then), orelse=block(s.orelse), condition=name(s.condition))
         assert isinstance(s, SetGradMode), s
         return s
 

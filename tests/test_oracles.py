@@ -265,5 +265,17 @@ def test_compare_puts_the_cause_first():
                 traces=facts(markers_first=(True, False, False)))
     found = oracles.compare(side(e), side(b, name="backend"))
     assert [m.kind for m in found] == ["traces.markers", "flags.requires_grad", "flags.grad_fn"]
-    raised = changed(b, error=ErrorInfo("RuntimeError", "boom", "backward"))
+    raised = changed(b, error=ErrorInfo("RuntimeError", "boom", "call"))
     assert oracles.compare(side(e), side(raised, name="backend"))[0].oracle == "exceptions"
+
+
+def test_a_backward_error_of_outputs_whose_flags_differ_follows_the_flags():
+    # Backward through an output that lost requires_grad raises 'does not require grad': the
+    # lost flag is the bug, the error its consequence, and leads only where no flag differs.
+    # Planted fault: ranked first, every lost requires_grad would be a backward error's class.
+    lost = changed(BASE, outputs=(tensor([1.0, 2.0], False, False), Leaf("python", True)),
+                   error=ErrorInfo("RuntimeError", "element 0 of tensors does not require grad", "backward"))
+    found = oracles.compare(side(BASE), side(lost, name="backend"))
+    assert [m.kind for m in found] == ["flags.requires_grad", "flags.grad_fn", "exceptions.backend raised during backward"]
+    alone = changed(BASE, error=ErrorInfo("RuntimeError", "boom", "backward"))
+    assert oracles.compare(side(BASE), side(alone, name="backend"))[0].oracle == "exceptions"

@@ -1,7 +1,7 @@
 """Backends under test, by SPEC: a built-in name, with options, or `package.module:factory`.
 
 SPEC grammar:
-    eager | thunder | torch.compile            a built-in backend
+    eager | thunder | thunderfx | torch.compile   a built-in backend
     thunder[cache=symbolic values]             a built-in with options (comma separated)
     thunder[executors=torch+python]            a list option, items joined by '+'
     package.module:factory                     factory() returns a backend object
@@ -14,7 +14,7 @@ import re
 
 from conformance.backends.base import CACHE_COUNTERS, TRACES, Backend, BackendUnavailable
 
-BUILTIN = ("eager", "thunder", "torch.compile")
+BUILTIN = ("eager", "thunder", "thunderfx", "torch.compile")
 _SPEC = re.compile(r"^(?P<name>[A-Za-z_][\w.]*)(\[(?P<opts>[^\]]*)\])?$")
 
 
@@ -48,6 +48,10 @@ def get(spec: str) -> Backend:
             from conformance.backends.thunder import ThunderBackend
 
             return ThunderBackend(**opts)
+        if m["name"] == "thunderfx":
+            from conformance.backends.thunderfx import ThunderFXBackend
+
+            return ThunderFXBackend(**opts)
         from conformance.backends.torch_compile import TorchCompileBackend
 
         return TorchCompileBackend(**opts)

@@ -100,6 +100,9 @@ def programs(
     if draw(st.booleans(), label="returns.unread"):
         read = set(reads(body))
         returns += tuple(v for v in scope.variables() if is_temporary(v) and v not in read and v not in returns)
+    # A read of autograd state (`t0.requires_grad`) is seen where it is returned or branched on.
+    if scope.flags and draw(st.booleans(), label="returns.reads"):
+        returns += tuple(scope.flags)
     if draw(st.booleans(), label="return_is_grad_enabled"):
         returns += (GRAD_ENABLED,)
     seed = draw(st.integers(0, 2**16), label="seed")

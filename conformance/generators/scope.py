@@ -39,10 +39,11 @@ class Scope:
     labels: set[str] = field(default_factory=set)
     ops: tuple[str, ...] = tuple(OPS)  # the ops this program draws from (swarm testing)
     views: set[str] = field(default_factory=set)  # the variables a view op (or detach) made
+    flags: list[str] = field(default_factory=list)  # the variables a Read bound: bools, not tensors
 
     def child(self) -> "Scope":
         return Scope(dict(self.env), self.names, self.helpers, self.device, self.in_helper, self.labels, self.ops,
-                     set(self.views))
+                     set(self.views), list(self.flags))
 
     def variables(self) -> list[str]:
         return sorted(self.env, key=_name_order)

@@ -1,5 +1,6 @@
 """Strategies for statements: op calls, creations, grad-mode regions, plain grad-mode
-calls, in-place updates, requires_grad_, is_grad_enabled branches and decorated helpers.
+calls, in-place updates, requires_grad_, reads of autograd state, branches on grad mode or on
+a read, and decorated helpers.
 
 Every strategy takes the Scope it draws in, so programs are well typed by construction:
 an op is only drawn with arguments eager accepts (checked on meta tensors by ops.infer).
@@ -21,8 +22,10 @@ from conformance.program import (
     GradRegion,
     Helper,
     HelperCall,
+    READS,
     IfGradEnabled,
     InPlace,
+    Read,
     RequiresGrad,
     SetGradMode,
 )
@@ -35,7 +38,7 @@ NESTED_MAX = 2
 # so that swarm testing can leave it out of a program while keeping plain creations (thunder
 # rejects the keyword before anything else of the program runs).
 STATEMENT_KINDS = ("op", "create", "create_requires_grad", "region", "set_grad", "inplace", "requires_grad_", "if",
-                   "helper", "crossing")
+                   "helper", "crossing", "read")
 
 
 def _candidates(op: str, scope: Scope) -> list[tuple[str, ...]]:
@@ -161,9 +164,29 @@ def requires_grads(draw, scope: Scope) -> RequiresGrad | None:
 
 
 @st.composite
+def autograd_reads(draw, scope: Scope) -> Assign:
+    """`t = a.requires_grad`, `t.is_leaf`, `t.grad_fn is None`, `t.is_inference()` or
+    `torch.is_inference_mode_enabled()`: what code around grad mode asks of autograd, and a
+    backend traces as a constant or a proxy's attribute. The bool is returned or branched on
+    (programs.returns, branches). Most often of the value made last, where a region's tag or a
+    grad mode shows."""
+    attr = draw(st.sampled_from(tuple(READS)), label="read")
+    of = ""
+    if attr != "inference_mode_enabled":
+        latest = scope.latest()
+        names = [latest] if latest and draw(st.booleans(), label="read.latest") else scope.variables()
+        of = draw(st.sampled_from(names), label="read.of")
+    target = scope.names.temp()
+    scope.flags.append(target)
+    return Assign(target, Read(attr, of))
+
+
+@st.composite
 def branches(draw, scope: Scope, depth: int, kinds, allowed) -> IfGradEnabled:
     # Both branches end with `target = <op>(v)` on one outer variable, with the same
-    # result Meta, so the code after the `if` is well typed whichever branch ran.
+    # result Meta, so the code after the `if` is well typed whichever branch ran. The
+    # condition is grad mode or a read made before (the first shrinks to grad mode).
+    condition = draw(st.sampled_from(("",) + tuple(scope.flags)), label="if.condition")
     source = draw(st.sampled_from(scope.variables()), label="if.source")
     meta = scope.env[source]
     results = {name: infer(name, (meta,)) for name, _ in UNARY}
@@ -176,6 +199,7 @@ def branches(draw, scope: Scope, depth: int, kinds, allowed) -> IfGradEnabled:
     return IfGradEnabled(
         then + (Assign(target, Call(first, (source,))),),
         orelse + (Assign(target, Call(second, (source,))),),
+        condition,
     )
 
 
@@ -267,6 +291,8 @@ def statements(draw, scope: Scope, depth: int, kinds: tuple[str, ...], allowed: 
             return stmt
     if kind == "if" and nested:
         return draw(branches(scope, depth, kinds, allowed))
+    if kind == "read":
+        return draw(autograd_reads(scope))
     if kind == "helper" and nested and not scope.in_helper:
         return draw(helper_calls(scope, depth, kinds, allowed))
     if kind == "crossing" and nested and kinds:
