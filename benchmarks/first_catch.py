@@ -49,7 +49,7 @@ def first_catch(summary: dict) -> tuple[tuple[float, int] | None, tuple[float, i
         plain = {class_key(x) for x in run_example(program, thunder, schedule).mismatches}
         if planted - plain:
             catches.append((m["found_after_seconds"], m["found_after_examples"]))
-            if m.get("known") is None:
+            if not m.get("known"):  # summary.json: a bool
                 new.append(catches[-1])
     return min(catches, default=None), min(new, default=None)
 
