@@ -135,7 +135,7 @@ def run_shrink_bench(spec: str, max_examples: int, shrink_seconds: float, only: 
         def hit(program, schedule, issue=issue, run=run, first=first, best=best):
             """The example led by its mismatch of the issue, or None."""
             result = run(program, backend, schedule)
-            found = [m for m in result.mismatches if issue.match(signature(m, program, schedule), program, m.ambient)]
+            found = [m for m in result.mismatches if issue.match(signature(m, program, schedule), program, known_issues.Context(m.ambient))]
             if not found:
                 return None
             now = time.perf_counter()

@@ -20,7 +20,7 @@ from hypothesis.errors import Unsatisfiable
 from conformance import known_issues as KI
 from conformance.check import Result, raise_for, run_example
 from conformance.generators import STATEMENT_KINDS, programs, schedules
-from conformance.oracles.mismatch import BugClass, ConformanceMismatch, class_key
+from conformance.oracles.mismatch import BugClass, ConformanceMismatch, Mismatch, class_key
 from conformance.program import REGION_KINDS
 from conformance.reduction import reduce
 from conformance.report.signatures import Signature, signature
@@ -76,7 +76,16 @@ def finding_of(failure: ConformanceMismatch | Result, backend_name: str, issues)
     """A failure Hypothesis raised (it carries its Result), or a Result with mismatches."""
     result: Result = failure if isinstance(failure, Result) else failure.result
     sig = signature(result.mismatches[0], result.program, result.schedule)
-    return Finding(sig, result, KI.classify(sig, backend_name, issues, result.program, result.mismatches[0].ambient))
+    return Finding(sig, result, KI.classify(sig, backend_name, issues, result.program, context_of(result)))
+
+
+def context_of(result: Result, m: Mismatch | None = None) -> KI.Context:
+    """The call of the mismatch (by default the first): its ambient mode, and whether eager
+    raised in it."""
+    m = m or result.mismatches[0]
+    calls = result.eager.calls
+    raised = calls[m.call].error is not None if m.call is not None and m.call < len(calls) else None
+    return KI.Context(m.ambient, raised)
 
 
 def focus(result: Result, masked: Callable[[BugClass], bool]) -> Result | None:
@@ -167,7 +176,7 @@ def reduce_finding(finding: Finding, backend, issues, run=run_example, budget: B
     if (r.program, r.schedule) == (finding.result.program, finding.result.schedule):
         return finding
     sig = signature(r.result.mismatches[0], r.program, r.schedule)
-    return Finding(sig, r.result, KI.classify(sig, backend.name, issues, r.program, r.result.mismatches[0].ambient))
+    return Finding(sig, r.result, KI.classify(sig, backend.name, issues, r.program, context_of(r.result)))
 
 
 def class_of(f: Finding) -> BugClass:

@@ -31,6 +31,19 @@ class BadKnownIssues(ValueError):
 
 
 @dataclass(frozen=True)
+class Context:
+    """What a finding says of the call that differed, beyond its signature: the ambient mode
+    it ran under (grad-mode facts follow eager from it), and whether eager raised in it.
+    None: not known (a fact then holds if some ambient mode gives it)."""
+
+    ambient: str | None = None
+    raised: bool | None = None
+
+
+NO_CONTEXT = Context()
+
+
+@dataclass(frozen=True)
 class Shows:
     """One way an issue shows. Every field given must hold; a list means any one of its items
     (`constructs`: all of them). Omitted fields ask nothing."""
@@ -43,25 +56,27 @@ class Shows:
     backend: tuple[str, ...] = ()
     message: tuple[str, ...] = ()  # words of either side's exception message
     call: str = ""  # "first" or "later" (then the cache is involved); "": either
+    raised: bool | None = None  # eager raised in the call that differed; None: either
     constructs: tuple[str, ...] = ()  # the program has all of these (conformance.program.constructs)
     any_of: tuple[str, ...] = ()  # ... and one of these
     others: tuple[str, ...] | None = None  # ... and no construct but those and these; None: any
     ops: tuple[str, ...] = ()  # the program calls one of these ops or in-place methods
     needs: tuple[str, ...] = ()  # facts of the program (conformance.program_facts.FACTS)
 
-    def matches(self, sig: Signature, program: Program | None, ambient: str | None = None) -> bool:
-        """Whether a finding matches: its signature, its shrunk program, and the ambient mode of
-        the call that differed (None: not known; a fact then holds if some ambient mode gives it)."""
+    def matches(self, sig: Signature, program: Program | None, context: Context = NO_CONTEXT) -> bool:
+        """Whether a finding matches: its signature, its shrunk program, and its call's Context."""
         bug = sig.bug
         if bug.oracle not in self.oracle or (self.aspect and bug.aspect not in self.aspect):
             return False
         if self.call and self.call != ("later" if bug.later_call else "first"):
             return False
+        if self.raised is not None and context.raised != self.raised:
+            return False
         if not (_side(bug.oracle, bug.eager, self.eager) and _side(bug.oracle, bug.backend, self.backend)):
             return False
         if self.message and not any(w in bug.eager or w in bug.backend for w in self.message):
             return False
-        return self._fits(sig, program, ambient)
+        return self._fits(sig, program, context.ambient)
 
     def _fits(self, sig: Signature, program: Program | None, ambient: str | None) -> bool:
         """Whether the program has the constructs, ops and facts asked for."""
@@ -84,7 +99,7 @@ class Shows:
         asked of the messages. A finding two issues match goes to the more specific one: a broad
         entry (any backward error) must not claim a narrower one's findings."""
         asked = (len(self.constructs) + bool(self.any_of) + (self.others is not None) + bool(self.aspect)
-                 + bool(self.eager) + bool(self.backend) + bool(self.message) + bool(self.call))
+                 + bool(self.eager) + bool(self.backend) + bool(self.message) + bool(self.call) + (self.raised is not None))
         return (len(self.needs) + bool(self.ops), asked,
                 min(map(len, self.eager + self.backend + self.message), default=0))
 
@@ -122,9 +137,9 @@ class KnownIssue:
         family = backend_name.split("[", 1)[0]
         return any(fnmatch.fnmatchcase(family, p) for p in self.backends)
 
-    def match(self, sig: Signature, program: Program | None, ambient: str | None = None) -> Shows | None:
+    def match(self, sig: Signature, program: Program | None, context: Context = NO_CONTEXT) -> Shows | None:
         """The most specific way the issue shows that the finding matches."""
-        found = [s for s in self.shows if s.matches(sig, program, ambient)]
+        found = [s for s in self.shows if s.matches(sig, program, context)]
         return max(found, key=Shows.specificity, default=None)
 
 
@@ -187,12 +202,12 @@ def load(path: Path = PATH) -> list[KnownIssue]:
 
 
 def classify(sig: Signature, backend_name: str, issues: list[KnownIssue],
-             program: Program | None = None, ambient: str | None = None) -> KnownIssue | None:
+             program: Program | None = None, context: Context = NO_CONTEXT) -> KnownIssue | None:
     """The known issue whose most specific way of showing (Shows.specificity) the finding
     matches; on a tie, the first in the file."""
     best, best_score = None, None
     for issue in issues:
-        if issue.applies_to(backend_name) and (shows := issue.match(sig, program, ambient)) is not None:
+        if issue.applies_to(backend_name) and (shows := issue.match(sig, program, context)) is not None:
             if best_score is None or shows.specificity() > best_score:
                 best, best_score = issue, shows.specificity()
     return best

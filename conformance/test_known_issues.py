@@ -5,6 +5,7 @@ import pytest
 
 from conformance import known_issues
 from conformance.check import run_example
+from conformance.engine import context_of
 from conformance.report.signatures import signature
 
 ISSUES = known_issues.load()
@@ -17,7 +18,7 @@ def test_known_issue_still_reproduces(backend, issue):
     result = run_example(issue.program, backend, issue.schedule)
     sigs = [signature(m, issue.program, issue.schedule) for m in result.mismatches]
     hit = [s for s, m in zip(sigs, result.mismatches)
-           if known_issues.classify(s, backend.name, [issue], issue.program, m.ambient)]
+           if known_issues.classify(s, backend.name, [issue], issue.program, context_of(result, m))]
     assert hit, (
         f"known issue {issue.id!r} no longer reproduces on {backend.name}: it may be fixed. "
         f"Remove it from conformance/known_issues.toml. Signatures now: {sigs or 'none'}"
