@@ -175,8 +175,7 @@ def reduce_finding(finding: Finding, backend, issues, run=run_example, budget: B
                seconds=budget.seconds, result=finding.result)
     if (r.program, r.schedule) == (finding.result.program, finding.result.schedule):
         return finding
-    sig = signature(r.result.mismatches[0], r.program, r.schedule)
-    return Finding(sig, r.result, KI.classify(sig, backend.name, issues, r.program, context_of(r.result)))
+    return finding_of(r.result, backend.name, issues)
 
 
 def class_of(f: Finding) -> BugClass:
