@@ -123,6 +123,14 @@ class ViewsNotTagged(_Mutant):
         return _setattr(symbol, "tree_map", tree_map)
 
 
+class ReductionsNotTagged(ViewsNotTagged):
+    """Symbols called with grad off tag their outputs, except reductions (sum, mean, amax...):
+    a sum taken under no_grad stays differentiable."""
+
+    part = "reductions under no_grad not tagged"
+    VIEWS = ("sum", "mean", "amax", "amin", "prod", "var", "std", "var_mean", "logsumexp", "cumsum")
+
+
 class CacheChecksGradOnly(_Mutant):
     """The prologue checks the ambient grad mode of an entry compiled with grad on, but an entry
     compiled with grad off is taken whatever the mode: its constants then serve a call with grad."""
@@ -156,5 +164,6 @@ vjp_reads_input_tags = VjpReadsInputTags
 ambient_read_as_on = AmbientReadAsOn
 views_not_tagged = ViewsNotTagged
 cache_checks_grad_only = CacheChecksGradOnly
+reductions_not_tagged = ReductionsNotTagged
 FAULTS = ("marker_never_reenables", "write_back_skipped", "vjp_reads_input_tags", "ambient_read_as_on",
-          "views_not_tagged", "cache_checks_grad_only")
+          "views_not_tagged", "cache_checks_grad_only", "reductions_not_tagged")

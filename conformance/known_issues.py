@@ -19,7 +19,7 @@ from conformance import serialize
 from conformance.generators.schedules import CallSpec, Schedule
 from conformance.ops import INPLACE, OPS
 from conformance.oracles.mismatch import ORACLES, Mismatch, class_key
-from conformance.program import Assign, Call, InPlace, Program, constructs, statements_in
+from conformance.program import Program, constructs, ops_called
 from conformance.program_facts import FACTS
 from conformance.report.signatures import Signature
 
@@ -114,9 +114,7 @@ def _side(oracle: str, value: str, wanted: tuple[str, ...]) -> bool:
 
 def calls_one_of(program: Program, ops: tuple[str, ...]) -> bool:
     """Whether the function (or a helper) calls one of the ops or in-place methods."""
-    return any((isinstance(s, Assign) and isinstance(s.value, Call) and s.value.op in ops)
-               or (isinstance(s, InPlace) and s.method in ops)
-               for s in statements_in(program.body + tuple(t for h in program.helpers for t in h.body)))
+    return not ops_called(program).isdisjoint(ops)
 
 
 @dataclass(frozen=True)

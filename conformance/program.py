@@ -325,6 +325,13 @@ def count_statements(program: Program) -> int:
     return count(program.body) + sum(count(h.body) + 1 for h in program.helpers) + 1
 
 
+def ops_called(program: Program) -> frozenset[str]:
+    """The ops and in-place methods the function and its helpers call."""
+    body = program.body + tuple(t for h in program.helpers for t in h.body)
+    return frozenset(s.value.op if isinstance(s, Assign) else s.method for s in statements_in(body)
+                     if (isinstance(s, Assign) and isinstance(s.value, Call)) or isinstance(s, InPlace))
+
+
 def constructs(program: Program) -> frozenset[str]:
     """The grad-mode constructs and statement kinds a program uses (for signatures, stats)."""
     found: set[str] = set()

@@ -37,6 +37,23 @@ class HidesABug(_Wrapping):
         return _each(out, one)
 
 
+class OneClassTwoBugs(PerturbsOutputs):
+    """Two bugs with one class of mismatch (outputs.value): floating outputs off by 0.5 in
+    functions that change the grad mode (a region or a plain call), and in functions that change
+    a shape (reshape, transpose, unsqueeze, flip). Where one settles the class, the other hides
+    behind it but for a second look."""
+
+    fault = "floating outputs off by 0.5 after a grad-mode change, or after a shape op"
+    GRAD_MODE = {"no_grad", "enable_grad", "set_grad_enabled", "inference_mode", "_set_grad_enabled"}
+    SHAPE_OPS = {"reshape", "transpose", "unsqueeze", "flip"}
+
+    def call(self, fn, args, compiled):
+        names = set((fn.__code__ if hasattr(fn, "__code__") else fn.forward.__code__).co_names)
+        if names & (self.GRAD_MODE | self.SHAPE_OPS):
+            return PerturbsOutputs.call(self, fn, args, compiled)
+        return fn(*args)
+
+
 class MasksErrors(_Wrapping):
     """An error the program raises comes out as the backend's own AssertionError."""
 
@@ -131,6 +148,7 @@ class DefersErrors(_Wrapping):
 
 
 hides_a_bug = HidesABug
+one_class_two_bugs = OneClassTwoBugs
 masks_errors = MasksErrors
 defers_errors = DefersErrors
 rare_bug = RareBug
@@ -195,17 +213,25 @@ class BreaksEveryWay(_Wrapping):
             ctypes.string_at(0)
         elif BREAKS[n] == "os._exit(0)":
             os._exit(0)
-        elif BREAKS[n] == "output flood":
-            while True:
+        elif BREAKS[n] == "output flood":  # past the supervisor's 64 MB, then held in C, as the memory
+            for _ in range(65):
                 os.write(2, b"x" * 2**20)
-        elif BREAKS[n] == "memory":  # 6 GB written in one C call: resident, and SIGALRM cannot stop it
-            b"x" * (6 * 2**30)
-        elif BREAKS[n] == "block in C":  # 2^31 rounds of C that never return to the interpreter, nor to SIGALRM
-            import hashlib
-
-            hashlib.pbkdf2_hmac("sha256", b"x", b"y", 2**31 - 1)
+            _block_in_c()
+        elif BREAKS[n] == "memory":  # 2.5 GB written, then held in a C call that SIGALRM cannot stop:
+            held = b"x" * (5 * 2**29)  # the supervisor sees it however late it looks
+            _block_in_c()
+            del held
+        elif BREAKS[n] == "block in C":
+            _block_in_c()
         else:  # a plain hang, which SIGALRM stops in the worker
             time.sleep(60)
+
+
+def _block_in_c():
+    """2^31 rounds of C that never return to the interpreter, nor to SIGALRM."""
+    import hashlib
+
+    hashlib.pbkdf2_hmac("sha256", b"x", b"y", 2**31 - 1)
 
 
 breaks_every_way = BreaksEveryWay

@@ -24,6 +24,14 @@ class Beat:
 
 
 @dataclass(frozen=True)
+class Needs:
+    """What a repro has that its bug may need: the ops it calls and its constructs."""
+
+    ops: frozenset[str]
+    constructs: frozenset[str]
+
+
+@dataclass(frozen=True)
 class Shrunk:
     """A class of mismatch was shrunk and recorded; `statements` of its repro, None where the
     shrunk program showed the class only behind another (not recorded, see Worker.conclude)."""
@@ -33,6 +41,7 @@ class Shrunk:
     signature: str  # as written in the record
     known: str | None
     statements: int | None
+    needs: Needs | None = None  # of the recorded repro
 
 
 @dataclass(frozen=True)

@@ -1,13 +1,26 @@
-"""Which classes of mismatch a night has done with: their later hits are counted, not shrunk."""
+"""Which classes of mismatch a night has done with, and what their repros explain.
+
+A settled class's later hits are counted, not shrunk. But one class of mismatch can be two
+bugs (a wrong value from a lost write-back and from a wrong gradient formula look alike), and
+the second one would hide behind the first all night. So the night keeps, per class, what each
+recorded repro has that its bug may need (`Needs`: its ops and its constructs): a later hit in a
+program that lacks part of every one of them is not explained by the bugs recorded, and is worth
+a second look (Worker.second_look).
+"""
 
 from __future__ import annotations
 
-from collections import Counter
+from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
 from conformance.engine import MAX_STATEMENTS
-from conformance.night.messages import Shrunk
+from conformance.night.messages import Needs, Shrunk
 from conformance.oracles.mismatch import BugClass
+from conformance.program import Program, constructs, ops_called
+
+
+def needs_of(program: Program) -> Needs:
+    return Needs(ops_called(program), constructs(program))
 
 
 @dataclass
@@ -18,12 +31,31 @@ class Settled:
     shrinks_per_class: int
     shrinks: Counter = field(default_factory=Counter)
     classes: set[BugClass] = field(default_factory=set)
+    known: dict[BugClass, set[str | None]] = field(default_factory=lambda: defaultdict(set))
+    needs: dict[BugClass, set[Needs]] = field(default_factory=lambda: defaultdict(set))
 
     def learn(self, s: Shrunk) -> None:
         self.shrinks[s.bug] += 1
         short = s.statements is not None and s.statements <= MAX_STATEMENTS
         if short or self.shrinks[s.bug] >= self.shrinks_per_class:
             self.classes.add(s.bug)
+        if s.statements is not None:  # recorded
+            self.known[s.bug].add(s.known)
+        if s.needs is not None:
+            self.needs[s.bug].add(s.needs)
 
     def __contains__(self, bug: BugClass) -> bool:
         return bug in self.classes
+
+    def has(self, bug: BugClass, known: str | None) -> bool:
+        """Whether a record of this class and known issue (None: not a known one) was made."""
+        return known in self.known.get(bug, ())
+
+    def explains(self, bug: BugClass, program: Program) -> bool:
+        """Whether some repro of the class has nothing that `program` lacks (ops, constructs).
+        A class settled without a short repro explains everything: it has been looked at."""
+        repros = self.needs.get(bug)
+        if not repros:
+            return True
+        have = needs_of(program)
+        return any(n.ops <= have.ops and n.constructs <= have.constructs for n in repros)

@@ -76,7 +76,11 @@ class Supervisor:
     def __init__(self, cfg: NightConfig, out=sys.stdout):
         self.cfg, self.out = cfg, out
         self.folder = Path(cfg.report_dir)
-        self.ctx = mp.get_context("spawn")  # a fresh interpreter per worker: no state shared through fork
+        # Workers are forked from a fork server, a fresh interpreter that has imported torch and
+        # the engine and done nothing else: no state of this process is shared, and a restarted
+        # or recycled worker is up in a fraction of a second instead of 3 s of imports.
+        self.ctx = mp.get_context("forkserver")
+        self.ctx.set_forkserver_preload(["torch", "hypothesis", "conformance.check", "conformance.engine"])
         self.messages = self.ctx.Queue()
         self.stop = self.ctx.Event()
         self.slots = [Slot(i) for i in range(cfg.workers)]
@@ -149,14 +153,16 @@ class Supervisor:
     def misbehaving(self, slot: Slot) -> tuple[RunFailure, str] | None:
         """(failure, note) for a live worker to kill: stuck where SIGALRM cannot reach it, past
         twice --max-rss-mb of memory, or writing without end; None if it is well."""
-        silent = time.monotonic() - slot.last_beat
-        if silent > (self.cfg.example_timeout + STUCK_MARGIN_S if slot.started else STARTUP_S):
-            return RunFailure(*STUCK, "no progress where SIGALRM cannot stop it; worker killed"), f"{silent:.0f} s"
+        # Memory and output first: a worker past both limits and silent too is silent because it
+        # allocates or writes, and which check sees it first must not depend on the clock.
         if rss_mb(slot.process.pid) > 2 * self.cfg.max_rss_mb:
             return RunFailure(*OUT_OF_MEMORY, f"worker past {2 * self.cfg.max_rss_mb} MB; killed"), ""
         log = output_log(self.cfg, slot.id, slot.restarts)
         if log.exists() and log.stat().st_size > MAX_OUTPUT_BYTES:
             return RunFailure(*FLOOD, f"worker wrote more than {MAX_OUTPUT_BYTES // 2**20} MB; killed"), str(log)
+        silent = time.monotonic() - slot.last_beat
+        if silent > (self.cfg.example_timeout + STUCK_MARGIN_S if slot.started else STARTUP_S):
+            return RunFailure(*STUCK, "no progress where SIGALRM cannot stop it; worker killed"), f"{silent:.0f} s"
         return None
 
     def check(self, slot: Slot, deadline: float) -> None:

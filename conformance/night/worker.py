@@ -8,7 +8,9 @@ The loop, per round:
 2. sweep: as many programs of this worker's share of the sweep (generators.sweep) as the search
    ran, small enough to be repros as they are, recorded without shrinking.
 A class is settled once some worker recorded a repro of it of at most MAX_STATEMENTS
-statements, or shrank it `shrinks_per_class` times: its later hits are counted, not shrunk.
+statements, or shrank it `shrinks_per_class` times: its later hits are counted, not shrunk,
+but for a few that no recorded repro of the class explains (night.settled): those get a second
+look, a bounded last pass, and are recorded where they turn out to be another bug.
 Random programs come first in every round, so a fault in grad-mode handling, which needs a
 grad-mode construct that no one-op program has, shows in the night's first seconds.
 
@@ -28,8 +30,15 @@ from pathlib import Path
 
 from conformance.night.config import NightConfig
 from conformance.night.messages import Beat, Exit, Hit, Shrunk
-from conformance.night.settled import Settled
+from conformance.night.settled import Settled, needs_of
 from conformance.report.records import write_atomic
+
+
+# Second looks at hits of settled classes: at most this many per class and incarnation, with a
+# last pass of at most LOOK_CALLS runs, and all of them at most LOOK_SHARE of the worker's runs.
+LOOKS_PER_CLASS = 8
+LOOK_CALLS = 60
+LOOK_SHARE = 0.2
 
 
 class ExampleTimeout(BaseException):
@@ -95,7 +104,9 @@ class Worker:
         self.run = Memo(run_example)
         self.settled = Settled(cfg.shrinks_per_class)
         self.first_seen: dict[str, tuple[int, float]] = {}  # class -> (examples, seconds)
-        self.recorded: set[tuple[str, str | None]] = set()  # (class, known issue) the sweep recorded
+        self.looks: Counter = Counter()  # second looks per class
+        self.look_runs = 0
+        self.to_look: list = []  # results of settled classes to look at once the search round ends
         self.constructs: Counter = Counter()  # examples per construct, for the conformance matrix
         self.spent: Counter = Counter()  # seconds per activity
         self.last_beat = 0.0
@@ -230,6 +241,7 @@ class Worker:
         for f in failures:
             self.conclude(f.result, first_seen=(n0, t0 - self.start))
         self.spent["shrinking (last pass)"] += time.time() - t1
+        self.look_again()
 
     def check(self, program, schedule):
         """What Hypothesis fails on: the example led by its first mismatch of a class not settled.
@@ -253,7 +265,11 @@ class Worker:
             return focus(result, lambda k: k != shrinking)
         lead = focus(result, self.is_settled)
         if lead is None:
-            self.outbox.put(Hit(self.wid, class_key(result.mismatches[0])))
+            key = class_key(result.mismatches[0])
+            self.outbox.put(Hit(self.wid, key))
+            queued = sum(class_key(r.mismatches[0]) == key for r, _ in self.to_look)
+            if queued < LOOKS_PER_CLASS and self.worth_a_look(key, result.program):
+                self.to_look.append((result, (self.run.misses, self.seconds())))
             return None
         key = class_key(lead.mismatches[0])
         self.first_seen.setdefault(key, (self.run.misses, self.seconds()))
@@ -289,13 +305,50 @@ class Worker:
         self.first_seen.setdefault(key, first_seen)
         self.record(finding.result, key, shrunk=True, finding=finding)
 
-    def record(self, result, key, shrunk: bool, finding=None) -> None:
+    def look_again(self) -> None:
+        """The second looks the search round queued, each asked again: an earlier one may
+        explain it now."""
+        from conformance.oracles.mismatch import class_key
+
+        t0 = time.time()
+        for result, seen in self.to_look:
+            if not self.over() and self.worth_a_look(class_key(result.mismatches[0]), result.program):
+                self.second_look(result, seen)
+        self.to_look.clear()
+        self.spent["second looks"] += time.time() - t0
+
+    def worth_a_look(self, key, program) -> bool:
+        return (key.oracle != "hang" and self.looks[key] < LOOKS_PER_CLASS  # a hang's candidates could each hang
+                and self.look_runs <= LOOK_SHARE * self.run.misses and not self.settled.explains(key, program))
+
+    def second_look(self, result, seen: tuple[int, float]) -> None:
+        """A hit of a settled class in a program that no recorded repro of the class explains:
+        its last pass, and a record where the short program is a bug the class has no record of
+        (another known issue, or not a known one behind a known one's class)."""
+        from conformance.engine import finding_of, reduce_finding
+        from conformance.oracles.mismatch import class_key
+        from conformance.shrinking import Budget
+
+        key, n0 = class_key(result.mismatches[0]), self.run.misses
+        self.looks[key] += 1
+        calls = min(LOOK_CALLS, self.cfg.shrink_calls or LOOK_CALLS)
+        budget = Budget(seconds=self.cfg.reduction_seconds(self.deadline), calls=calls)
+        finding = reduce_finding(finding_of(result, self.backend.name, self.issues), self.backend, self.issues,
+                                 run=lambda p, b, s: self.timed_run(p, s), budget=budget)
+        self.look_runs += self.run.misses - n0
+        known = finding.known.id if finding.known else None
+        if self.settled.has(key, known):  # the bug recorded, in a form its repro did not show
+            self.settled.needs[key].add(needs_of(finding.result.program))
+            return
+        self.record(finding.result, key, shrunk=True, finding=finding, seen=seen)
+
+    def record(self, result, key, shrunk: bool, finding=None, seen: tuple[int, float] | None = None) -> None:
         from conformance.engine import finding_of
         from conformance.program import count_statements
         from conformance.report.records import record_of, save
 
         finding = finding or finding_of(result, self.backend.name, self.issues)
-        examples, seconds = self.first_seen.get(key, (self.run.misses, self.seconds()))
+        examples, seconds = seen or self.first_seen.get(key, (self.run.misses, self.seconds()))
         rec = record_of(finding, self.backend, examples=examples, seconds=seconds, command=self.cfg.command,
                         seed=self.cfg.seed)
         rec["shrunk"] = shrunk
@@ -305,7 +358,8 @@ class Worker:
         save(rec, self.folder, "w")
         self.raw_path(key).unlink(missing_ok=True)
         known = finding.known.id if finding.known else None
-        self.tell(Shrunk(self.wid, key, str(finding.signature), known, count_statements(result.program)))
+        self.tell(Shrunk(self.wid, key, str(finding.signature), known, count_statements(result.program),
+                         needs_of(result.program)))
 
     def tell(self, s: Shrunk) -> None:
         self.settled.learn(s)  # at once: the supervisor forwards it to the other workers only
@@ -333,11 +387,10 @@ class Worker:
                 continue
             key = class_key(result.mismatches[0])
             finding = finding_of(result, self.backend.name, self.issues)
-            bug = (key, finding.known.id if finding.known else None)
-            if bug in self.recorded or (self.is_settled(key) and bug[1] is None):
+            known = finding.known.id if finding.known else None
+            if self.settled.has(key, known) or (self.is_settled(key) and known is None):
                 self.outbox.put(Hit(self.wid, key))
                 continue
-            self.recorded.add(bug)
             self.first_seen.setdefault(key, (self.run.misses, self.seconds()))
             self.record(result, key, shrunk=True, finding=finding)
         self.spent["sweeping small programs"] += time.time() - t0
