@@ -242,6 +242,28 @@ def test_a_class_is_settled_by_a_short_repro_or_after_its_shrinks():
     assert b in settled and settled.shrinks == Counter({a: 1, b: 2})
 
 
+def test_a_settled_class_explains_the_programs_that_have_what_a_repro_of_it_has():
+    from conformance.night.settled import needs_of
+    from conformance.program import Assign, Call, GradRegion, Program, TensorInput
+
+    def program(*body):
+        return Program((TensorInput("a", (2,)),), body, (body[-1].target if isinstance(body[-1], Assign) else "a",))
+
+    flip_under_no_grad = program(GradRegion("no_grad", (Assign("t0", Call("flip", ("a",))),)))
+    a = BugClass("outputs", "value")
+    settled = Settled(shrinks_per_class=3)
+    assert settled.explains(a, flip_under_no_grad)  # nothing recorded: nothing to look again at
+    settled.learn(Shrunk(0, a, f"{a} @ no_grad", "some-known-issue", 2, needs_of(flip_under_no_grad)))
+    assert settled.has(a, "some-known-issue") and not settled.has(a, None)
+    assert settled.has(a, "some-known-issue", 2) and not settled.has(a, "some-known-issue", 1)  # shorter: record it
+    bigger = program(Assign("t1", Call("exp", ("a",))),
+                     GradRegion("no_grad", (Assign("t0", Call("flip", ("t1",))),)))
+    assert settled.explains(a, bigger)
+    assert not settled.explains(a, program(Assign("t0", Call("flip", ("a",)))))  # no no_grad
+    assert not settled.explains(a, program(GradRegion("no_grad", (Assign("t0", Call("exp", ("a",))),))))  # no flip
+    assert settled.explains(BugClass("flags", "requires_grad"), bigger)  # another class: not ours to judge
+
+
 def test_a_slot_counts_examples_over_its_incarnations():
     slot = Slot(0)
     slot.take(Beat(0, 30, 100.0, {"no_grad": 5}, {"searching": 2.0}))

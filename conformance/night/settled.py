@@ -31,7 +31,7 @@ class Settled:
     shrinks_per_class: int
     shrinks: Counter = field(default_factory=Counter)
     classes: set[BugClass] = field(default_factory=set)
-    known: dict[BugClass, set[str | None]] = field(default_factory=lambda: defaultdict(set))
+    shortest: dict[tuple[BugClass, str | None], int] = field(default_factory=dict)  # statements recorded
     needs: dict[BugClass, set[Needs]] = field(default_factory=lambda: defaultdict(set))
 
     def learn(self, s: Shrunk) -> None:
@@ -40,16 +40,19 @@ class Settled:
         if short or self.shrinks[s.bug] >= self.shrinks_per_class:
             self.classes.add(s.bug)
         if s.statements is not None:  # recorded
-            self.known[s.bug].add(s.known)
+            bug = (s.bug, s.known)
+            self.shortest[bug] = min(self.shortest.get(bug, s.statements), s.statements)
         if s.needs is not None:
             self.needs[s.bug].add(s.needs)
 
     def __contains__(self, bug: BugClass) -> bool:
         return bug in self.classes
 
-    def has(self, bug: BugClass, known: str | None) -> bool:
-        """Whether a record of this class and known issue (None: not a known one) was made."""
-        return known in self.known.get(bug, ())
+    def has(self, bug: BugClass, known: str | None, statements: int | None = None) -> bool:
+        """Whether a record of this class and known issue (None: not a known one) was made, of at
+        most `statements` statements where given."""
+        made = self.shortest.get((bug, known))
+        return made is not None and (statements is None or made <= statements)
 
     def explains(self, bug: BugClass, program: Program) -> bool:
         """Whether some repro of the class has nothing that `program` lacks (ops, constructs).

@@ -324,9 +324,11 @@ class Worker:
     def second_look(self, result, seen: tuple[int, float]) -> None:
         """A hit of a settled class in a program that no recorded repro of the class explains:
         its last pass, and a record where the short program is a bug the class has no record of
-        (another known issue, or not a known one behind a known one's class)."""
+        (another known issue, or not a known one behind a known one's class), or a shorter repro
+        of one it has."""
         from conformance.engine import finding_of, reduce_finding
         from conformance.oracles.mismatch import class_key
+        from conformance.program import count_statements
         from conformance.shrinking import Budget
 
         key, n0 = class_key(result.mismatches[0]), self.run.misses
@@ -337,7 +339,7 @@ class Worker:
                                  run=lambda p, b, s: self.timed_run(p, s), budget=budget)
         self.look_runs += self.run.misses - n0
         known = finding.known.id if finding.known else None
-        if self.settled.has(key, known):  # the bug recorded, in a form its repro did not show
+        if self.settled.has(key, known, count_statements(finding.result.program)):  # recorded, as short
             self.settled.needs[key].add(needs_of(finding.result.program))
             return
         self.record(finding.result, key, shrunk=True, finding=finding, seen=seen)
