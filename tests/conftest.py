@@ -8,6 +8,26 @@ settings.register_profile("harness", derandomize=True, database=None, deadline=N
 settings.load_profile("harness")
 
 
+def _without_local_constants() -> None:
+    # Hypothesis mixes into its draws constants read from the source of every local module
+    # imported so far (providers._get_local_constants), so a derandomized census drew other
+    # programs depending on which tests ran before it in the same xdist worker (half the
+    # examples small: 50 % alone, 77 % after a reordering). Pinned empty, a test draws the
+    # same examples in any order. (A private hook: without it, the tests still run.)
+    try:
+        from hypothesis.internal.conjecture import providers
+        from hypothesis.internal.floats import float_to_int
+
+        empty = providers.Constants(integers=providers.SortedSet(), floats=providers.SortedSet(key=float_to_int),
+                                    bytes=providers.SortedSet(), strings=providers.SortedSet())
+    except (ImportError, AttributeError, TypeError):
+        return
+    providers._get_local_constants = lambda: empty
+
+
+_without_local_constants()
+
+
 @pytest.fixture
 def eager():
     from conformance.backends import get

@@ -43,7 +43,7 @@ def run_two_bugs(budget: Budget):
 def test_a_large_budget_shrinks_both_bugs_to_the_minimum():
     runs, _, final = run_two_bugs(Budget(seconds=None, calls=10**6, run_seconds=None))
     assert final == {"TooLarge": [501], "TooLong": [0] * 4}
-    assert runs > 40
+    assert runs > 20  # shrinking ran: a budget of 3 calls per class runs at most 6
 
 
 @pytest.fixture
@@ -142,5 +142,7 @@ def test_a_class_another_worker_has_shrunk_is_left_as_found():
                                               skip=lambda key: key == "too long"))
     finally:
         del TooLong.class_key
-    assert final["TooLong"] == found["TooLong"]  # not shrunk: as first found
+    # Not shrunk: a generated example (Hypothesis reports the smallest one it drew, not always
+    # the first), not the [0, 0, 0, 0] that shrinking reaches.
+    assert len(final["TooLong"]) > 3 and final["TooLong"] != [0] * 4, (found, final)
     assert final["TooLarge"] == [501]  # the other class is shrunk as before
