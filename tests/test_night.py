@@ -210,7 +210,7 @@ def test_a_second_bug_of_a_settled_class_gets_a_second_look(tmp_path):
     # outputs.value; whichever settles it, its repro does not explain the other's programs.
     from conformance import serialize
     from conformance.generators.schedules import SINGLE_CALL
-    from conformance.night.settled import needs_of
+    from conformance.night.messages import Needs
     from conformance.program import Assign, Call, GradRegion, Program, TensorInput
 
     program = Program((TensorInput("a", (2,)),), (GradRegion("no_grad", (Assign("t0", Call("exp", ("a",))),)),),
@@ -227,7 +227,7 @@ def test_a_second_bug_of_a_settled_class_gets_a_second_look(tmp_path):
     # only a second look records a hit of it.
     assert {m["class"] for m in known} & {m["class"] for m in new}
     assert min(m["statements"] for m in known + new) <= 6
-    shown = [needs_of(serialize.decode(m["program"])) for m in new]
+    shown = [Needs.of(serialize.decode(m["program"])) for m in new]
     assert all(n.ops & {"reshape", "transpose", "unsqueeze", "flip"} for n in shown), shown
 
 
@@ -243,7 +243,7 @@ def test_a_class_is_settled_by_a_short_repro_or_after_its_shrinks():
 
 
 def test_a_settled_class_explains_the_programs_that_have_what_a_repro_of_it_has():
-    from conformance.night.settled import needs_of
+    from conformance.night.messages import Needs
     from conformance.program import Assign, Call, GradRegion, Program, TensorInput
 
     def program(*body):
@@ -253,7 +253,7 @@ def test_a_settled_class_explains_the_programs_that_have_what_a_repro_of_it_has(
     a = BugClass("outputs", "value")
     settled = Settled(shrinks_per_class=3)
     assert settled.explains(a, flip_under_no_grad)  # nothing recorded: nothing to look again at
-    settled.learn(Shrunk(0, a, f"{a} @ no_grad", "some-known-issue", 2, needs_of(flip_under_no_grad)))
+    settled.learn(Shrunk(0, a, f"{a} @ no_grad", "some-known-issue", 2, Needs.of(flip_under_no_grad)))
     assert settled.has(a, "some-known-issue") and not settled.has(a, None)
     assert settled.has(a, "some-known-issue", 2) and not settled.has(a, "some-known-issue", 1)  # shorter: record it
     bigger = program(Assign("t1", Call("exp", ("a",))),

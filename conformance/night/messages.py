@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from conformance.oracles.mismatch import BugClass
+from conformance.program import Program, constructs, ops_called
 
 
 @dataclass(frozen=True)
@@ -29,6 +30,14 @@ class Needs:
 
     ops: frozenset[str]
     constructs: frozenset[str]
+
+    @classmethod
+    def of(cls, program: Program) -> Needs:
+        return cls(ops_called(program), constructs(program))
+
+    def met_by(self, other: Needs) -> bool:
+        """Whether `other` has all this has."""
+        return self.ops <= other.ops and self.constructs <= other.constructs
 
 
 @dataclass(frozen=True)

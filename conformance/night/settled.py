@@ -16,11 +16,7 @@ from dataclasses import dataclass, field
 from conformance.engine import MAX_STATEMENTS
 from conformance.night.messages import Needs, Shrunk
 from conformance.oracles.mismatch import BugClass
-from conformance.program import Program, constructs, ops_called
-
-
-def needs_of(program: Program) -> Needs:
-    return Needs(ops_called(program), constructs(program))
+from conformance.program import Program
 
 
 @dataclass
@@ -60,5 +56,5 @@ class Settled:
         repros = self.needs.get(bug)
         if not repros:
             return True
-        have = needs_of(program)
-        return any(n.ops <= have.ops and n.constructs <= have.constructs for n in repros)
+        have = Needs.of(program)
+        return any(n.met_by(have) for n in repros)

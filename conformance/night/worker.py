@@ -29,8 +29,8 @@ from collections import Counter
 from pathlib import Path
 
 from conformance.night.config import NightConfig
-from conformance.night.messages import Beat, Exit, Hit, Shrunk
-from conformance.night.settled import Settled, needs_of
+from conformance.night.messages import Beat, Exit, Hit, Needs, Shrunk
+from conformance.night.settled import Settled
 from conformance.report.records import write_atomic
 
 
@@ -106,7 +106,7 @@ class Worker:
         self.first_seen: dict[str, tuple[int, float]] = {}  # class -> (examples, seconds)
         self.looks: Counter = Counter()  # second looks per class
         self.look_runs = 0
-        self.to_look: list = []  # results of settled classes to look at once the search round ends
+        self.to_look: list = []  # (class, result, seen) of settled classes, for after the search round
         self.constructs: Counter = Counter()  # examples per construct, for the conformance matrix
         self.spent: Counter = Counter()  # seconds per activity
         self.last_beat = 0.0
@@ -267,9 +267,9 @@ class Worker:
         if lead is None:
             key = class_key(result.mismatches[0])
             self.outbox.put(Hit(self.wid, key))
-            queued = sum(class_key(r.mismatches[0]) == key for r, _ in self.to_look)
+            queued = sum(k == key for k, _, _ in self.to_look)
             if queued < LOOKS_PER_CLASS and self.worth_a_look(key, result.program):
-                self.to_look.append((result, (self.run.misses, self.seconds())))
+                self.to_look.append((key, result, (self.run.misses, self.seconds())))
             return None
         key = class_key(lead.mismatches[0])
         self.first_seen.setdefault(key, (self.run.misses, self.seconds()))
@@ -308,12 +308,10 @@ class Worker:
     def look_again(self) -> None:
         """The second looks the search round queued, each asked again: an earlier one may
         explain it now."""
-        from conformance.oracles.mismatch import class_key
-
         t0 = time.time()
-        for result, seen in self.to_look:
-            if not self.over() and self.worth_a_look(class_key(result.mismatches[0]), result.program):
-                self.second_look(result, seen)
+        for key, result, seen in self.to_look:
+            if not self.over() and self.worth_a_look(key, result.program):
+                self.second_look(key, result, seen)
         self.to_look.clear()
         self.spent["second looks"] += time.time() - t0
 
@@ -321,17 +319,16 @@ class Worker:
         return (key.oracle != "hang" and self.looks[key] < LOOKS_PER_CLASS  # a hang's candidates could each hang
                 and self.look_runs <= LOOK_SHARE * self.run.misses and not self.settled.explains(key, program))
 
-    def second_look(self, result, seen: tuple[int, float]) -> None:
+    def second_look(self, key, result, seen: tuple[int, float]) -> None:
         """A hit of a settled class in a program that no recorded repro of the class explains:
         its last pass, and a record where the short program is a bug the class has no record of
         (another known issue, or not a known one behind a known one's class), or a shorter repro
         of one it has."""
         from conformance.engine import finding_of, reduce_finding
-        from conformance.oracles.mismatch import class_key
         from conformance.program import count_statements
         from conformance.shrinking import Budget
 
-        key, n0 = class_key(result.mismatches[0]), self.run.misses
+        n0 = self.run.misses
         self.looks[key] += 1
         calls = min(LOOK_CALLS, self.cfg.shrink_calls or LOOK_CALLS)
         budget = Budget(seconds=self.cfg.reduction_seconds(self.deadline), calls=calls)
@@ -340,7 +337,7 @@ class Worker:
         self.look_runs += self.run.misses - n0
         known = finding.known.id if finding.known else None
         if self.settled.has(key, known, count_statements(finding.result.program)):  # recorded, as short
-            self.settled.needs[key].add(needs_of(finding.result.program))
+            self.settled.needs[key].add(Needs.of(finding.result.program))
             return
         self.record(finding.result, key, shrunk=True, finding=finding, seen=seen)
 
@@ -361,7 +358,7 @@ class Worker:
         self.raw_path(key).unlink(missing_ok=True)
         known = finding.known.id if finding.known else None
         self.tell(Shrunk(self.wid, key, str(finding.signature), known, count_statements(result.program),
-                         needs_of(result.program)))
+                         Needs.of(result.program)))
 
     def tell(self, s: Shrunk) -> None:
         self.settled.learn(s)  # at once: the supervisor forwards it to the other workers only
