@@ -9,7 +9,8 @@ Nightly repros were left at 8-9 statements that way, with two or three dead line
 So once Hypothesis is done, the same kind of edits are made on the Program directly, as
 delta debugging does (C-Reduce for C): drop a call of the schedule, a returned value, a
 statement, a region or an `if` around its body, an unused helper, input or parameter; point
-an argument or a returned value at an input instead of a temporary; make an input plainer.
+an argument or a returned value at an input instead of a temporary; inline a decorated helper
+as a region; make an input plainer.
 A candidate is kept when it is smaller and still shows the same class of mismatch (the
 caller's predicate); the passes repeat until none applies or the budget is spent. Names are renumbered at the end
 (a, b, ...; t0, t1, ... in the order they appear), for the reader.
@@ -71,19 +72,28 @@ def reduce(program: Program, schedule: Schedule, still_fails: Callable[[Program,
         return (max_tries is not None and tried >= max_tries) or (
             seconds is not None and time.perf_counter() - start >= seconds)
 
-    progress = True
+    # As C-Reduce does, a pass goes on from where its last kept edit was (the edit now there is
+    # the next one) instead of starting over: the edits before it failed on a bigger example
+    # and are tried again by the next pass only. Starting over after each kept edit ran each
+    # failing edit once per kept one: 92 runs where 4 calls and 10 statements came down to 2
+    # and 4.
+    resume, progress = 0, True
     while progress and not spent():
         progress = False
-        for candidate in candidates(*best):
+        eligible = (c for c in candidates(*best) if size(*c) < size(*best) and well_scoped(c[0]))
+        for i, candidate in enumerate(eligible):
+            if i < resume:
+                continue
             if spent():
                 break
-            if size(*candidate) >= size(*best) or not well_scoped(candidate[0]):
-                continue
             tried += 1
             evidence = still_fails(*candidate)
             if evidence:
-                best, result, kept, progress = candidate, evidence, kept + 1, True
-                break  # the edits of the smaller example are other edits
+                best, result, kept, progress, resume = candidate, evidence, kept + 1, True, i
+                break
+        else:  # the pass reached the end: the next one starts at the first edit
+            if resume:
+                resume, progress = 0, True
     renamed = (canonical_names(best[0]), best[1])
     if renamed[0] != best[0]:  # one run more, past the budget too: a repro is read by people
         tried += 1
@@ -120,6 +130,9 @@ def candidates(program: Program, schedule: Schedule) -> Iterator[Example]:
         if len(program.returns) > 1:
             yield replace(program, returns=program.returns[:i] + program.returns[i + 1:]), schedule
     for body in _block_edits(program.body):
+        yield _prune_helpers(replace(program, body=body)), schedule
+    helpers = {h.name: h for h in program.helpers}
+    for body in _inlined(program.body, helpers):
         yield _prune_helpers(replace(program, body=body)), schedule
     for k, h in enumerate(program.helpers):
         for body in _block_edits(h.body):
@@ -173,6 +186,29 @@ def _block_edits(block: tuple[Statement, ...]) -> Iterator[tuple[Statement, ...]
                 yield before + (replace(s, then=then),) + after
             for orelse in _block_edits(s.orelse):
                 yield before + (replace(s, orelse=orelse),) + after
+
+
+def _inlined(block: tuple[Statement, ...], helpers: dict[str, Helper]) -> Iterator[tuple[Statement, ...]]:
+    """The block with one call of a decorated helper replaced by the helper's body in a region
+    of its decorator's mode, as a person reading the repro would write it first
+    (`@torch.no_grad()` on a function is `with torch.no_grad():` around its body). A helper
+    that returns its own parameter stays: its call binds a second name to a tensor."""
+    for i, s in enumerate(block):
+        before, after = block[:i], block[i + 1:]
+        if isinstance(s, Assign) and isinstance(s.value, HelperCall):
+            h = helpers[s.value.helper]
+            if h.result in h.params:
+                continue
+            temps = [t.target for t in statements_in(h.body) if isinstance(t, Assign)]
+            mapping = {t: f"{s.target}_{t}" for t in temps}  # the helper's names, unique in the caller
+            mapping.update(zip(h.params, s.value.args))
+            mapping[h.result] = s.target
+            yield before + (GradRegion(h.decorator, renamed(h.body, mapping)),) + after
+        elif isinstance(s, GradRegion):
+            yield from (before + (replace(s, body=body),) + after for body in _inlined(s.body, helpers))
+        elif isinstance(s, IfGradEnabled):
+            yield from (before + (replace(s, then=then),) + after for then in _inlined(s.then, helpers))
+            yield from (before + (replace(s, orelse=orelse),) + after for orelse in _inlined(s.orelse, helpers))
 
 
 def _argument_edits(block: tuple[Statement, ...], simpler: list[str]) -> Iterator[tuple[Statement, ...]]:
@@ -289,6 +325,37 @@ def _is_input_or_parameter(name: str, program: Program) -> bool:
 # ------------------------------------------------------------------------- names
 
 
+def renamed(block: tuple[Statement, ...], mapping: dict[str, str]) -> tuple[Statement, ...]:
+    """The block with every name in `mapping` (variables, helpers) replaced."""
+
+    def name(n: str) -> str:
+        return mapping.get(n, n)
+
+    def statement(s):
+        if isinstance(s, Assign):
+            v = s.value
+            if isinstance(v, Call):
+                v = replace(v, args=tuple(map(name, v.args)))
+            elif isinstance(v, HelperCall):
+                v = replace(v, helper=name(v.helper), args=tuple(map(name, v.args)))
+            elif isinstance(v, Read):
+                v = replace(v, of=name(v.of))
+            return replace(s, target=name(s.target), value=v)
+        if isinstance(s, InPlace):
+            return replace(s, target=name(s.target), arg=name(s.arg))
+        if isinstance(s, RequiresGrad):
+            return replace(s, target=name(s.target))
+        if isinstance(s, GradRegion):
+            return replace(s, body=renamed(s.body, mapping))
+        if isinstance(s, IfGradEnabled):
+            return replace(s, then=renamed(s.then, mapping), orelse=renamed(s.orelse, mapping),
+                           condition=name(s.condition))
+        assert isinstance(s, SetGradMode), s
+        return s
+
+    return tuple(statement(s) for s in block)
+
+
 def canonical_names(program: Program) -> Program:
     """The same program with inputs named a, b, ... and temporaries t0, t1, ... in the
     order the source shows them, helpers helper0, ... and parameters w0, ...: what the
@@ -309,28 +376,7 @@ def canonical_names(program: Program) -> Program:
         return mapping.get(n, n)
 
     def block(stmts):
-        return tuple(statement(s) for s in stmts)
-
-    def statement(s):
-        if isinstance(s, Assign):
-            v = s.value
-            if isinstance(v, Call):
-                v = replace(v, args=tuple(map(name, v.args)))
-            elif isinstance(v, HelperCall):
-                v = replace(v, helper=name(v.helper), args=tuple(map(name, v.args)))
-            elif isinstance(v, Read):
-                v = replace(v, of=name(v.of))
-            return replace(s, target=name(s.target), value=v)
-        if isinstance(s, InPlace):
-            return replace(s, target=name(s.target), arg=name(s.arg))
-        if isinstance(s, RequiresGrad):
-            return replace(s, target=name(s.target))
-        if isinstance(s, GradRegion):
-            return replace(s, body=block(s.body))
-        if isinstance(s, IfGradEnabled):
-            return replace(s, then=block(s.then), orelse=block(s.orelse), condition=name(s.condition))
-        assert isinstance(s, SetGradMode), s
-        return s
+        return renamed(stmts, mapping)
 
     return replace(
         program,

@@ -72,6 +72,33 @@ def test_a_non_finite_element_is_dropped_unless_the_bug_needs_it():
     assert reduce(special, SCHEDULE, needs_a_nan).program.inputs == (TensorInput("a", (), special="nan"),)
 
 
+def test_a_decorated_helper_is_inlined_as_a_region_of_its_mode():
+    # `x + 1` under no_grad, inside a @torch.no_grad() helper called from an enable_grad region:
+    # the repro a person writes has the region and no helper.
+    helper = Helper("helper0", "no_grad", ("p0",),
+                    (Assign("t0", Call("sin", ("p0",))), Assign("t1", Call("add_scalar", ("t0",)))), "t1")
+    program = Program((A,), (GradRegion("enable_grad", (Assign("t0", HelperCall("helper0", ("a",))),)),),
+                      ("t0",), (helper,))
+
+    def adds_one_with_grad_off(program, schedule):  # in a no_grad region or a no_grad helper
+        return adds_one_under_no_grad(program, schedule) or any(
+            h.decorator == "no_grad" and adds_one_under_no_grad(replace(program, body=(GradRegion("no_grad", h.body),)), schedule)
+            for h in program.helpers) or None
+
+    assert adds_one_with_grad_off(program, ())
+    r = reduce(program, (CallSpec("grad"),), adds_one_with_grad_off)
+    assert r.program.helpers == ()
+    assert render_body(r.program) == "with torch.no_grad():\n    t0 = a + 1\nreturn a"
+
+    # The region is the decorator's mode, whichever it is; without the edit the helper stays.
+    enable = replace(helper, decorator="enable_grad")
+    (inlined,) = reduction._inlined(program.body, {"helper0": enable})
+    assert inlined[0].body[0].kind == "enable_grad"
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(reduction, "_inlined", lambda block, helpers: iter(()))
+        assert reduce(program, (CallSpec("grad"),), adds_one_with_grad_off).program.helpers
+
+
 def test_an_example_that_only_fails_as_it_is_comes_back_unchanged():
     r = reduce(PROGRAM, SCHEDULE, lambda p, s: (p, s) == (PROGRAM, SCHEDULE) or None)
     assert (r.program, r.schedule, r.kept) == (PROGRAM, SCHEDULE, 0)
