@@ -153,6 +153,18 @@ def replaced_set_grad_enabled(replacement) -> Iterator[None]:
         torch._C._set_grad_enabled = original
 
 
+@contextlib.contextmanager
+def replaced_function_apply(replacement) -> Iterator[None]:
+    """Within the block, `F.apply(*args)` of every torch.autograd.Function F calls
+    replacement(F, *args) (for planted faults)."""
+    original = torch.autograd.Function.__dict__["apply"]
+    torch.autograd.Function.apply = classmethod(replacement)
+    try:
+        yield
+    finally:
+        torch.autograd.Function.apply = original
+
+
 def recording_set_grad_enabled(log: list[bool]):
     """Record every torch._C._set_grad_enabled call made by eager code in the block.
 

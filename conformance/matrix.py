@@ -26,6 +26,8 @@ ROWS = [
     ("torch._C._set_grad_enabled(b) call", lambda c: c.startswith("torch._C._set_grad_enabled(")),
     ("@torch.no_grad() helper", lambda c: c == "@no_grad"),
     ("@torch.enable_grad() helper", lambda c: c == "@enable_grad"),
+    ("torch.autograd.Function", lambda c: c == "Function.apply"),
+    ("ctx.mark_non_differentiable", lambda c: c == "mark_non_differentiable"),
     ("if torch.is_grad_enabled()", lambda c: c == "if_is_grad_enabled"),
     ("return torch.is_grad_enabled()", lambda c: c == "return_is_grad_enabled"),
     (".detach()", lambda c: c == "detach"),

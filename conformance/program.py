@@ -20,6 +20,11 @@ REGION_KINDS = ("no_grad", "enable_grad", "set_grad_enabled", "inference_mode")
 # The two plain calls that flip grad mode for the rest of the function.
 SET_GRAD_APIS = ("torch.set_grad_enabled", "torch._C._set_grad_enabled")
 HELPER_DECORATORS = ("no_grad", "enable_grad")
+# A helper that is a torch.autograd.Function subclass, called as `Fn0.apply(...)`: its body is
+# the forward, which saves its inputs; its backward is not the forward's derivative (each
+# input's gradient is the input times the sum of the output's), so that a backend that
+# differentiates the forward itself instead shows.
+FUNCTION = "Function"
 
 # A return value that is not a variable but the grad mode at the return statement.
 GRAD_ENABLED = "torch.is_grad_enabled()"
@@ -78,8 +83,9 @@ class HelperCall:
     helper: str
     args: tuple[str, ...]
 
-    def render(self) -> str:
-        return f"{self.helper}({', '.join(self.args)})"
+    def render(self, function: bool = False) -> str:
+        """`helper0(a)`, or `Fn0.apply(a)` where the helper is a torch.autograd.Function."""
+        return f"{self.helper}{'.apply' if function else ''}({', '.join(self.args)})"
 
 
 # Reads of autograd state, each a Python bool bound to a name (returned, or branched on): how
@@ -173,13 +179,20 @@ Statement = Union[Assign, InPlace, RequiresGrad, GradRegion, SetGradMode, IfGrad
 
 @dataclass(frozen=True)
 class Helper:
-    """A module-level function decorated with `@torch.no_grad()` or `@torch.enable_grad()`."""
+    """A module-level function decorated with `@torch.no_grad()` or `@torch.enable_grad()`, or
+    a torch.autograd.Function (decorator FUNCTION) whose forward is the body."""
 
     name: str
     decorator: str
     params: tuple[str, ...]
     body: tuple[Statement, ...]
     result: str
+    # A Function's forward calls `ctx.mark_non_differentiable(result)`.
+    non_differentiable: bool = False
+
+    @property
+    def is_function(self) -> bool:
+        return self.decorator == FUNCTION
 
 
 @dataclass(frozen=True)
@@ -201,6 +214,11 @@ class Program:
         return bool(self.parameters)
 
     @property
+    def functions(self) -> frozenset[str]:
+        """The names of the helpers that are torch.autograd.Functions."""
+        return frozenset(h.name for h in self.helpers if h.is_function)
+
+    @property
     def entry_point(self) -> str:
         return "Model" if self.is_module else "fn"
 
@@ -210,13 +228,16 @@ class Program:
 INDENT = "    "
 
 
-def _render_block(stmts: tuple[Statement, ...], depth: int) -> list[str]:
+def _render_block(stmts: tuple[Statement, ...], depth: int, functions: frozenset[str] = frozenset()) -> list[str]:
+    """The block's lines; `functions` names the helpers that are torch.autograd.Functions."""
     pad = INDENT * depth
     if not stmts:
         return [pad + "pass"]
     lines: list[str] = []
     for s in stmts:
-        if isinstance(s, Assign):
+        if isinstance(s, Assign) and isinstance(s.value, HelperCall):
+            lines.append(f"{pad}{s.target} = {s.value.render(s.value.helper in functions)}")
+        elif isinstance(s, Assign):
             lines.append(f"{pad}{s.target} = {s.value.render()}")
         elif isinstance(s, InPlace):
             lines.append(f"{pad}{s.target}.{s.method}({s.arg})")
@@ -224,14 +245,14 @@ def _render_block(stmts: tuple[Statement, ...], depth: int) -> list[str]:
             lines.append(f"{pad}{s.target}.requires_grad_()")
         elif isinstance(s, GradRegion):
             lines.append(pad + s.header())
-            lines.extend(_render_block(s.body, depth + 1))
+            lines.extend(_render_block(s.body, depth + 1, functions))
         elif isinstance(s, SetGradMode):
             lines.append(f"{pad}{s.api}({s.enabled})")
         elif isinstance(s, IfGradEnabled):
             lines.append(pad + s.header())
-            lines.extend(_render_block(s.then, depth + 1))
+            lines.extend(_render_block(s.then, depth + 1, functions))
             lines.append(f"{pad}else:")
-            lines.extend(_render_block(s.orelse, depth + 1))
+            lines.extend(_render_block(s.orelse, depth + 1, functions))
         else:  # pragma: no cover - a new statement kind without a renderer is a harness bug
             raise TypeError(f"cannot render statement {s!r}")
     return lines
@@ -245,16 +266,31 @@ def _render_return(returns: tuple[str, ...], depth: int) -> str:
 
 
 def render_helper(h: Helper) -> str:
+    if h.is_function:
+        return _render_function(h)
     lines = [f"@torch.{h.decorator}()", f"def {h.name}({', '.join(h.params)}):"]
     lines += _render_block(h.body, 1)
     lines.append(f"{INDENT}return {h.result}")
     return "\n".join(lines)
 
 
+def _render_function(h: Helper) -> str:
+    params = ", ".join(h.params)
+    lines = [f"class {h.name}(torch.autograd.Function):", f"{INDENT}@staticmethod",
+             f"{INDENT}def forward(ctx, {params}):", f"{INDENT * 2}ctx.save_for_backward({params})"]
+    lines += [line for line in _render_block(h.body, 2) if line.strip() != "pass"]
+    if h.non_differentiable:
+        lines.append(f"{INDENT * 2}ctx.mark_non_differentiable({h.result})")
+    lines += [f"{INDENT * 2}return {h.result}", "", f"{INDENT}@staticmethod", f"{INDENT}def backward(ctx, grad):",
+              f"{INDENT * 2}{params}{',' if len(h.params) == 1 else ''} = ctx.saved_tensors",
+              f"{INDENT * 2}return {', '.join(f'{p} * grad.sum()' for p in h.params)}"]
+    return "\n".join(lines)
+
+
 def render_body(program: Program) -> str:
     """Only the statements of the function body: what a mismatch report calls 'the program'."""
     depth = 2 if program.is_module else 1
-    lines = [line for line in _render_block(program.body, depth) if line.strip() != "pass"]
+    lines = [line for line in _render_block(program.body, depth, program.functions) if line.strip() != "pass"]
     lines.append(_render_return(program.returns, depth))
     return "\n".join(line[len(INDENT) * depth :] for line in lines)
 
@@ -273,12 +309,12 @@ def render(program: Program) -> str:
         ]
         init += [f"{INDENT * 2}self.{n} = torch.nn.Parameter({n})" for n in names]
         fwd = [f"{INDENT}def forward(self{', ' if params else ''}{params}):"]
-        fwd += _render_block(program.body, 2)
+        fwd += _render_block(program.body, 2, program.functions)
         fwd.append(_render_return(program.returns, 2))
         parts.append("\n".join(init + [""] + fwd))
     else:
         lines = [f"def fn({params}):"]
-        lines += _render_block(program.body, 1)
+        lines += _render_block(program.body, 1, program.functions)
         lines.append(_render_return(program.returns, 1))
         parts.append("\n".join(lines))
     return "\n\n\n".join(parts) + "\n"
@@ -362,7 +398,9 @@ def constructs(program: Program) -> frozenset[str]:
 
     walk(program.body)
     for h in program.helpers:
-        found.add(f"@{h.decorator}")
+        found.add(f"@{h.decorator}" if not h.is_function else "Function.apply")
+        if h.non_differentiable:
+            found.add("mark_non_differentiable")
         walk(h.body)
     if program.is_module:
         found.add("module")

@@ -113,7 +113,8 @@ def size(program: Program, schedule: Schedule) -> tuple:
     plain_inputs = sum(int(i.requires_grad) + int(i.dtype != "float32") + len(i.shape) + sum(i.shape)
                        + int(bool(i.special)) for i in program.inputs + program.parameters)
     plain_calls = sum(int(c.ambient != "grad") + int(bool(c.requires_grad)) for c in schedule)
-    return (count_statements(program), len(program.helpers), len(schedule), len(program.inputs),
+    return (count_statements(program), len(program.helpers),
+            sum(int(h.is_function) + int(h.non_differentiable) for h in program.helpers), len(schedule), len(program.inputs),
             len(program.parameters), len(program.returns), temps, plain_inputs, plain_calls,
             int(program.seed != 0))
 
@@ -140,6 +141,10 @@ def candidates(program: Program, schedule: Schedule) -> Iterator[Example]:
         for p in h.params:
             if p != h.result:
                 yield _with_helper(program, k, replace(h, result=p)), schedule
+        if h.non_differentiable:
+            yield _with_helper(program, k, replace(h, non_differentiable=False)), schedule
+        if h.is_function:  # without its backward
+            yield _with_helper(program, k, replace(h, decorator="no_grad", non_differentiable=False)), schedule
     yield from _fewer_inputs(program, schedule)
     for i, p in enumerate(program.parameters):
         yield replace(program, parameters=program.parameters[:i] + program.parameters[i + 1:]), schedule
@@ -192,12 +197,13 @@ def _inlined(block: tuple[Statement, ...], helpers: dict[str, Helper]) -> Iterat
     """The block with one call of a decorated helper replaced by the helper's body in a region
     of its decorator's mode, as a person reading the repro would write it first
     (`@torch.no_grad()` on a function is `with torch.no_grad():` around its body). A helper
-    that returns its own parameter stays: its call binds a second name to a tensor."""
+    that returns its own parameter stays: its call binds a second name to a tensor; a
+    torch.autograd.Function is made a no_grad helper first (its forward runs with grad off)."""
     for i, s in enumerate(block):
         before, after = block[:i], block[i + 1:]
         if isinstance(s, Assign) and isinstance(s.value, HelperCall):
             h = helpers[s.value.helper]
-            if h.result in h.params:
+            if h.result in h.params or h.is_function:
                 continue
             temps = [t.target for t in statements_in(h.body) if isinstance(t, Assign)]
             mapping = {t: f"{s.target}_{t}" for t in temps}  # the helper's names, unique in the caller
@@ -365,8 +371,10 @@ def canonical_names(program: Program) -> Program:
         mapping[inp.name] = INPUT_NAMES[i]
     for i, p in enumerate(program.parameters):
         mapping[f"self.{p.name}"] = f"self.w{i}"
-    for i, h in enumerate(program.helpers):
-        mapping[h.name] = f"helper{i}"
+    functions = iter(range(len(program.helpers)))
+    helpers = iter(range(len(program.helpers)))
+    for h in program.helpers:
+        mapping[h.name] = f"Fn{next(functions)}" if h.is_function else f"helper{next(helpers)}"
     temps = [s.target for h in program.helpers for s in statements_in(h.body) if isinstance(s, Assign)]
     temps += [s.target for s in statements_in(program.body) if isinstance(s, Assign)]
     for n, t in enumerate(dict.fromkeys(temps)):

@@ -18,7 +18,7 @@ import torch
 from conformance import grad_mode, text
 from conformance.generators.schedules import CallSpec, Schedule
 from conformance.outcome import CallOutcome, ErrorInfo, Leaf, SideOutcome
-from conformance.program import Program, TensorInput, render
+from conformance.program import GradRegion, Program, SetGradMode, TensorInput, render, statements_in
 
 _counter = 0
 
@@ -241,9 +241,13 @@ def _run(program: Program, backend, schedule: Schedule, source: str | None, time
     except Exception as exc:
         side.setup_error = error_info(exc, "setup")
         return side
+    # The traces oracle's markers: what eager's grad-mode calls are, where the backend's first
+    # trace can show them. thunder traces a torch.autograd.Function's forward on its own (one
+    # symbol in the function's trace), so the calls made in a forward are not compared.
+    record = backend is None and not any(
+        isinstance(s, (GradRegion, SetGradMode)) for h in program.helpers if h.is_function for s in statements_in(h.body))
     for index, spec in enumerate(schedule):
-        outcome, _ = run_call(program, callee, spec, index, params, record_set_grad=backend is None,
-                              timer=timer, side=label)
+        outcome, _ = run_call(program, callee, spec, index, params, record_set_grad=record, timer=timer, side=label)
         if backend is not None:
             outcome.traces = _introspect(side, "trace_facts", lambda: backend.trace_facts(callee))
         side.calls.append(outcome)

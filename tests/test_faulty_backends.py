@@ -18,6 +18,7 @@ CASES = {
     "recompiles_every_call": "recompiles",
     "forgets_grad_mode_change": "grad_mode",
     "ignores_grad_mode_calls": "flags",
+    "inlines_functions": "gradients",
     "scales_gradients": "gradients",
     "perturbs_outputs": "outputs",
     "raises_on_grad_mode_calls": "exceptions",

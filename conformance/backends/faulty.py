@@ -135,6 +135,24 @@ class IgnoresGradModeCalls(_Wrapping):
             return fn(*args)
 
 
+class InlinesFunctions(_Wrapping):
+    """Runs a torch.autograd.Function's forward as plain code, in the caller's grad mode, and
+    differentiates it instead of calling its backward (gradients, flags)."""
+
+    fault = "autograd.Function forward inlined"
+
+    class _Context:
+        def save_for_backward(self, *tensors):
+            pass
+
+        def mark_non_differentiable(self, *tensors):
+            pass
+
+    def call(self, fn, args, compiled):
+        with grad_mode.replaced_function_apply(lambda cls, *a: cls.forward(self._Context(), *a)):
+            return fn(*args)
+
+
 class ScalesGradients(_Wrapping):
     """Doubles the gradient reaching each input (gradients, and nothing else)."""
 
@@ -187,6 +205,7 @@ FAULTS = {
     "recompiles_every_call": RecompilesEveryCall,
     "forgets_grad_mode_change": ForgetsGradModeChange,
     "ignores_grad_mode_calls": IgnoresGradModeCalls,
+    "inlines_functions": InlinesFunctions,
     "scales_gradients": ScalesGradients,
     "perturbs_outputs": PerturbsOutputs,
     "raises_on_grad_mode_calls": RaisesOnGradModeCalls,

@@ -18,6 +18,7 @@ class Names:
 
     temps: int = 0
     helpers: int = 0
+    functions: int = 0
 
     def temp(self) -> str:
         self.temps += 1
@@ -26,6 +27,10 @@ class Names:
     def helper(self) -> str:
         self.helpers += 1
         return f"helper{self.helpers - 1}"
+
+    def function(self) -> str:
+        self.functions += 1
+        return f"Fn{self.functions - 1}"
 
 
 @dataclass

@@ -1,7 +1,8 @@
 """Traces oracle (white-box, thunder): the four parts of grad-mode support, each on its own.
 
 1. markers: the first trace has one marker per torch._C._set_grad_enabled call that eager
-   makes for the same program, with the same arguments, in the same order;
+   makes for the same program, with the same arguments, in the same order (not compared
+   where a torch.autograd.Function's forward makes calls: thunder traces it on its own);
 2. markers removed: the final execution trace has none left;
 3. tagging: every tensor a symbol makes while grad is off carries DETACHED_AUTOGRAD_GRAPH;
 4. VJP: when eager records nothing to differentiate (no grad anywhere), the backward trace
