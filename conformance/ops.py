@@ -46,6 +46,14 @@ UNARY = (
     ("to_float", "{0}.float()"),
     ("to_double", "{0}.double()"),
     ("detach", "{0}.detach()"),
+    # One output of an op that returns several: a compiler tags, saves and differentiates each
+    # output of such a symbol, and a program reads one of them.
+    ("chunk", "{0}.chunk(2)[-1]"),
+    ("split", "{0}.split(1)[0]"),
+    ("unbind", "{0}.unbind(0)[0]"),
+    ("max_dim", "{0}.max(-1).values"),
+    ("sort", "{0}.sort(-1).values"),
+    ("var_mean", "torch.var_mean({0}, correction=0)[0]"),
 )
 BINARY = (
     ("add", "{0} + {1}"),
@@ -69,13 +77,16 @@ FAMILIES = {
     "view": ("reshape", "transpose", "slice", "unsqueeze", "flip", "detach"),
     "copy": ("clone", "to_float", "to_double"),
     "binary": ("add", "mul", "sub", "div", "maximum", "minimum", "where", "matmul", "atan2", "hypot"),
+    "multi-output": ("chunk", "split", "unbind", "max_dim", "sort", "var_mean"),
 }
 # In-place methods: `target.<method>(arg)`; the target keeps its shape and dtype.
 INPLACE = ("add_", "mul_", "sub_", "copy_")
 # Ops whose result may be the tensor itself or share its storage, so that an update of it is
-# one of the tensor too: views, `detach()`, and `float()`/`double()` of a tensor of that
-# dtype. Not flip, which the view family holds but which copies.
-ALIASES = frozenset({"reshape", "transpose", "slice", "unsqueeze", "detach", "to_float", "to_double"})
+# one of the tensor too: views (chunk, split and unbind give views as well), `detach()`, and
+# `float()`/`double()` of a tensor of that dtype. Not flip, which the view family holds but
+# which copies.
+ALIASES = frozenset({"reshape", "transpose", "slice", "unsqueeze", "detach", "to_float", "to_double", "chunk", "split",
+                     "unbind"})
 CREATION = ("ones", "zeros", "full", "arange")
 
 

@@ -9,7 +9,7 @@ from conformance import reduction, serialize
 from conformance.backends import get
 from conformance.check import run_example
 from conformance.generators.schedules import CallSpec
-from conformance.program import (FUNCTION, Assign, Call, GradRegion, Helper, HelperCall, Program, TensorInput,
+from conformance.program import (FUNCTION, REGION_KINDS, Assign, Call, GradRegion, Helper, HelperCall, Program, TensorInput,
                                  constructs, render)
 from conformance.runner import load
 from conformance.suite import examples
@@ -74,7 +74,8 @@ def test_the_generator_draws_functions_with_regions_inside():
 
     draw()
     assert seen["function"] >= 30 and seen["non_differentiable"] >= 10, seen
-    assert {"no_grad", "enable_grad", "set_grad_enabled"} <= set(seen), seen
+    regions = {k: seen[k] for k in REGION_KINDS if seen[k]}
+    assert sum(regions.values()) >= 30 and len(regions) >= 3, seen  # forwards that change grad mode
 
 
 def test_reduction_tries_the_program_without_the_function():

@@ -309,3 +309,33 @@ def test_a_backend_that_breaks_its_process_is_a_finding_and_the_night_goes_on(tm
     assert s["workers"][0]["restarts"] == 5 and s["workers"][0]["crashes"] == 2  # killed ones are not crashes
     repro = tmp_path / "night" / broke["crash.worker died | exit code 0"]["repro"]
     assert "compile_with_backend" in repro.read_text()  # the example it died on, as a repro
+
+
+def test_a_class_met_only_while_another_shrank_gets_its_last_pass(tmp_path, monkeypatch):
+    # A worker meets a class in a candidate of another class's shrink: it saves the program raw
+    # and goes on shrinking the other. If no later draw meets the class again, its repro would be
+    # that raw program; after the round, the class gets the last pass alone.
+    import queue
+    import threading
+
+    from conformance import shrinking
+    from conformance.generators.schedules import CallSpec
+    from conformance.night.config import NightConfig
+    from conformance.night.worker import Worker
+    from conformance.program import Assign, Call, GradRegion, Program, TensorInput
+
+    cfg = NightConfig(backend="conformance.backends.faulty:perturbs_outputs", seconds=600, report_dir=tmp_path,
+                      shrink_seconds=None, shrink_calls=30)
+    worker = Worker(cfg, 0, 0, queue.Queue(), queue.Queue(), threading.Event(), time.time(), [])
+    dead = tuple(Assign(f"t{i}", Call("sin", ("a",))) for i in range(4))
+    program = Program((TensorInput("a", (2,)),), dead + (GradRegion("no_grad", (Assign("t4", Call("cos", ("a",))),)),),
+                      ("t4",))
+    monkeypatch.setattr(shrinking, "shrinking_class", lambda: BugClass("flags", "requires_grad"))  # another one
+    assert worker.check(program, (CallSpec("grad"),)) is None  # not this class's turn
+    monkeypatch.undo()
+    assert list(worker.folder.glob("raw/*.json")) and not list(worker.folder.glob("*.w.json"))
+
+    worker.shrink_the_unshrunk()
+    (record,) = [json.loads(p.read_text()) for p in worker.folder.glob("*.w.json")]
+    assert record["shrunk"] and record["statements"] == 1, record  # `return a`: a float output is off by 0.5
+    assert not list(worker.folder.glob("raw/*.json")) and not worker.unshrunk

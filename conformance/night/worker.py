@@ -4,7 +4,8 @@ The loop, per round:
 1. search: one Hypothesis run of `chunk` random examples (a seed of its own per round). An
    example fails on its first mismatch of a class not yet settled (`focus`); Hypothesis
    shrinks each such class within the shrink budget, the last pass (engine.reduce_finding)
-   finishes it, and the finding is recorded;
+   finishes it, and the finding is recorded; a class met only while another one shrank gets
+   the last pass alone, from the program it was met in;
 2. sweep: as many programs of this worker's share of the sweep (generators.sweep) as the search
    ran, small enough to be repros as they are, recorded without shrinking.
 A class is settled once some worker recorded a repro of it of at most MAX_STATEMENTS
@@ -107,6 +108,8 @@ class Worker:
         self.looks: Counter = Counter()  # second looks per class
         self.look_runs = 0
         self.to_look: list = []  # (class, result, seen) of settled classes, for after the search round
+        # Classes met only while Hypothesis shrank another (saved raw): class -> (result, seen).
+        self.unshrunk: dict = {}
         self.constructs: Counter = Counter()  # examples per construct, for the conformance matrix
         self.spent: Counter = Counter()  # seconds per activity
         self.last_beat = 0.0
@@ -240,6 +243,7 @@ class Worker:
         t1 = time.time()
         for f in failures:
             self.conclude(f.result, first_seen=(n0, t0 - self.start))
+        self.shrink_the_unshrunk()
         self.spent["shrinking (last pass)"] += time.time() - t1
         self.look_again()
 
@@ -279,9 +283,23 @@ class Worker:
             return None
         if lead is result and not self.raw_path(key).exists():
             self.record(lead, key, shrunk=False)  # nothing found is lost, even if shrinking never ends
+        if shrinking is not None:
+            self.unshrunk.setdefault(key, (lead, self.first_seen[key]))
         return None if shrinking is not None else lead
 
-    def conclude(self, result, first_seen: tuple[int, float]) -> None:
+    def shrink_the_unshrunk(self) -> None:
+        """The last pass (at most LOOK_CALLS runs) on each class met only while Hypothesis shrank
+        another one and not recorded shrunk since. Such a class is left for a later draw to meet
+        again, and Hypothesis to shrink; a rare one is not met again, and its raw program was
+        its repro: 6 to 29 statements in a 10-minute thunder night."""
+        for key, (result, seen) in list(self.unshrunk.items()):
+            if self.over():
+                return
+            del self.unshrunk[key]
+            if not self.is_settled(key):
+                self.conclude(result, seen, calls=LOOK_CALLS)
+
+    def conclude(self, result, first_seen: tuple[int, float], calls: int | None = None) -> None:
         """The last pass on a failure Hypothesis shrank; record it where it shows its class first.
 
         A class found behind a settled one's mismatch (focus) that the reduced program shows only
@@ -294,7 +312,8 @@ class Worker:
         key = class_key(result.mismatches[0])
         if self.is_settled(key):
             return  # another worker finished it while this one shrank
-        budget = Budget(seconds=self.cfg.reduction_seconds(self.deadline), calls=self.cfg.shrink_calls)
+        calls = min(calls, self.cfg.shrink_calls or calls) if calls else self.cfg.shrink_calls
+        budget = Budget(seconds=self.cfg.reduction_seconds(self.deadline), calls=calls)
         finding = reduce_finding(finding_of(result, self.backend.name, self.issues), self.backend, self.issues,
                                  run=lambda p, b, s: self.timed_run(p, s), budget=budget, masked=self.is_settled)
         again = self.timed_run(finding.result.program, finding.result.schedule)
@@ -356,6 +375,7 @@ class Worker:
             return
         save(rec, self.folder, "w")
         self.raw_path(key).unlink(missing_ok=True)
+        self.unshrunk.pop(key, None)
         known = finding.known.id if finding.known else None
         self.tell(Shrunk(self.wid, key, str(finding.signature), known, count_statements(result.program),
                          Needs.of(result.program)))
