@@ -16,8 +16,8 @@ from typing import Callable, Iterator
 
 from conformance.grad_mode import AMBIENT_GRAD_ENABLED, AMBIENT_MODES
 from conformance.ops import ALIASES, FAMILIES
-from conformance.program import (GRAD_ENABLED, Assign, Call, GradRegion, HelperCall, IfGradEnabled, InPlace, Program,
-                                 SetGradMode, statements_in)
+from conformance.program import (GRAD_ENABLED, Assign, Call, Create, GradRegion, HelperCall, IfGradEnabled, InPlace,
+                                 Program, SetGradMode, statements_in)
 
 # Ops whose result is a view of their input, which eager gives requires_grad where the input has
 # it even under no_grad (a copy made there does not require grad).
@@ -154,6 +154,31 @@ def has_a_size_zero_input(program: Program, ambient: str | None = None) -> bool:
     return any(0 in t.shape for t in program.inputs + program.parameters)
 
 
+def makes_an_empty_arange(program: Program, ambient: str | None = None) -> bool:
+    """Whether the function (or a helper) calls `torch.arange(0.0)`."""
+    return any(isinstance(s, Assign) and isinstance(s.value, Create) and s.value.op == "arange"
+               and s.value.shape == (0,) for s in _statements(program))
+
+
+def a_function_returns_its_input(program: Program, ambient: str | None = None) -> bool:
+    """Whether a torch.autograd.Function's forward returns one of its inputs as it is."""
+    return any(h.is_function and h.result in h.params for h in program.helpers)
+
+
+def gives_a_function_one_tensor_twice(program: Program, ambient: str | None = None) -> bool:
+    """Whether a torch.autograd.Function is called with one variable for two arguments."""
+    functions = program.functions
+    return any(isinstance(s, Assign) and isinstance(s.value, HelperCall) and s.value.helper in functions
+               and len(set(s.value.args)) < len(s.value.args) for s in statements_in(program.body))
+
+
+def sets_grad_mode_in_a_forward(program: Program, ambient: str | None = None) -> bool:
+    """Whether a torch.autograd.Function's forward calls torch.set_grad_enabled (or
+    torch._C._set_grad_enabled) outside a region: eager restores the caller's mode when the
+    forward returns."""
+    return any(h.is_function and any(isinstance(s, SetGradMode) for s in h.body) for h in program.helpers)
+
+
 # The facts known_issues.toml may name (`needs`), by the name it uses: fact(program, ambient).
 FACTS = {"an update while grad is off": updates_while_grad_off,
          "an update while grad is on": updates_while_grad_on,
@@ -163,4 +188,8 @@ FACTS = {"an update while grad is off": updates_while_grad_off,
          "grad mode read or restored where the function changed it": reads_or_restores_a_mode_the_function_changed,
          "a computed value multiplied in place": multiplies_a_computed_value_in_place,
          "an update through an alias": updates_through_an_alias,
-         "a size-0 input": has_a_size_zero_input}
+         "a size-0 input": has_a_size_zero_input,
+         "an empty torch.arange": makes_an_empty_arange,
+         "a Function that returns its input": a_function_returns_its_input,
+         "a Function given one tensor twice": gives_a_function_one_tensor_twice,
+         "a plain grad-mode call in a Function's forward": sets_grad_mode_in_a_forward}

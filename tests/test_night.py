@@ -339,3 +339,23 @@ def test_a_class_met_only_while_another_shrank_gets_its_last_pass(tmp_path, monk
     (record,) = [json.loads(p.read_text()) for p in worker.folder.glob("*.w.json")]
     assert record["shrunk"] and record["statements"] == 1, record  # `return a`: a float output is off by 0.5
     assert not list(worker.folder.glob("raw/*.json")) and not worker.unshrunk
+
+
+def test_a_silent_worker_whose_memory_grows_is_not_stuck_until_it_stops_growing(tmp_path, monkeypatch):
+    # A loaded machine fills 2.5 GB slowly: the worker is silent past the stuck limit before it
+    # is past the memory limit. Which verdict it gets must not depend on how fast it allocates.
+    from types import SimpleNamespace
+
+    from conformance.night import supervisor as S
+    from conformance.night.config import NightConfig
+
+    cfg = NightConfig(backend="eager", seconds=60, report_dir=tmp_path, example_timeout=2, max_rss_mb=1000)
+    sup = S.Supervisor(cfg)
+    slot = S.Slot(0, process=SimpleNamespace(pid=0), started=True, last_beat=time.monotonic() - 60)  # silent 60 s
+    rss = iter([500, 900, 1500, 1500, 2100])
+    monkeypatch.setattr(S, "rss_mb", lambda pid: next(rss))
+    verdicts = [sup.misbehaving(slot) for _ in range(3)]
+    assert verdicts == [None, None, None]  # growing: on its way to a limit
+    assert sup.misbehaving(slot)[0].aspect == S.STUCK[1]  # 1500 again: stuck
+    slot.growth = (0.0, 0)
+    assert sup.misbehaving(slot)[0].aspect == S.OUT_OF_MEMORY[1]  # 2100: past twice the limit

@@ -67,3 +67,27 @@ def test_grad_mode_read_or_restored_where_the_function_changed_it():
     assert changed(reads_in_region, "grad") and not changed(reads_in_region, "no_grad")
     update = Program(A, (op("t0"), InPlace("t0", "sub_", "b")), ("t0",))
     assert not changed(update)
+
+
+def test_facts_of_autograd_functions_and_empty_aranges():
+    from conformance.program import FUNCTION, Create, Helper, HelperCall
+
+    def calling(helper, args=("a",)):
+        return Program(A, (Assign("t1", HelperCall("Fn0", args)),), ("t1",), (helper,))
+
+    returns_input = Helper("Fn0", FUNCTION, ("p0",), (), "p0")
+    computes = Helper("Fn0", FUNCTION, ("p0", "p1"), (op("t0", "sin", "p0"),), "t0")
+    sets_mode = Helper("Fn0", FUNCTION, ("p0",), (SetGradMode("torch.set_grad_enabled", False), op("t0", "sin", "p0")),
+                       "t0")
+    in_region = Helper("Fn0", FUNCTION, ("p0",), (GradRegion("no_grad", (op("t0", "sin", "p0"),)),), "t0")
+    decorated = Helper("Fn0", "no_grad", ("p0",), (), "p0")  # a helper, not a Function
+    assert facts.FACTS["a Function that returns its input"](calling(returns_input))
+    assert not facts.FACTS["a Function that returns its input"](calling(computes, ("a", "b")))
+    assert not facts.FACTS["a Function that returns its input"](calling(decorated))
+    assert facts.FACTS["a Function given one tensor twice"](calling(computes, ("a", "a")))
+    assert not facts.FACTS["a Function given one tensor twice"](calling(computes, ("a", "b")))
+    assert facts.FACTS["a plain grad-mode call in a Function's forward"](calling(sets_mode))
+    assert not facts.FACTS["a plain grad-mode call in a Function's forward"](calling(in_region))
+    empty = Program(A, (Assign("t0", Create("arange", (0,))),), ("t0",))
+    assert facts.FACTS["an empty torch.arange"](empty)
+    assert not facts.FACTS["an empty torch.arange"](Program(A, (Assign("t0", Create("arange", (3,))),), ("t0",)))

@@ -57,6 +57,7 @@ class Slot:
     constructs: Counter = field(default_factory=Counter)  # over finished incarnations
     spent: Counter = field(default_factory=Counter)
     now: Beat | None = None  # the running incarnation's last beat
+    growth: tuple[float, int] = (0.0, 0)  # its memory (MB) and output (bytes) when last looked at
 
     def take(self, beat: Beat) -> None:
         self.examples += beat.examples - self.examples_now
@@ -70,6 +71,7 @@ class Slot:
             self.constructs.update(self.now.constructs)
             self.spent.update(self.now.seconds)
         self.now, self.examples_now, self.finished, self.started = None, 0, None, False
+        self.growth = (0.0, 0)
 
 
 class Supervisor:
@@ -154,14 +156,20 @@ class Supervisor:
         """(failure, note) for a live worker to kill: stuck where SIGALRM cannot reach it, past
         twice --max-rss-mb of memory, or writing without end; None if it is well."""
         # Memory and output first: a worker past both limits and silent too is silent because it
-        # allocates or writes, and which check sees it first must not depend on the clock.
-        if rss_mb(slot.process.pid) > 2 * self.cfg.max_rss_mb:
+        # allocates or writes, and which check sees it first must not depend on the clock. Nor is
+        # a silent worker whose memory or output grows since the last look stuck: it is on its way
+        # to one of those limits, however slowly a loaded machine lets it go.
+        rss = rss_mb(slot.process.pid)
+        if rss > 2 * self.cfg.max_rss_mb:
             return RunFailure(*OUT_OF_MEMORY, f"worker past {2 * self.cfg.max_rss_mb} MB; killed"), ""
         log = output_log(self.cfg, slot.id, slot.restarts)
-        if log.exists() and log.stat().st_size > MAX_OUTPUT_BYTES:
+        written = log.stat().st_size if log.exists() else 0
+        if written > MAX_OUTPUT_BYTES:
             return RunFailure(*FLOOD, f"worker wrote more than {MAX_OUTPUT_BYTES // 2**20} MB; killed"), str(log)
+        grows = rss > slot.growth[0] + 1 or written > slot.growth[1]
+        slot.growth = (max(rss, slot.growth[0]), max(written, slot.growth[1]))
         silent = time.monotonic() - slot.last_beat
-        if silent > (self.cfg.example_timeout + STUCK_MARGIN_S if slot.started else STARTUP_S):
+        if not grows and silent > (self.cfg.example_timeout + STUCK_MARGIN_S if slot.started else STARTUP_S):
             return RunFailure(*STUCK, "no progress where SIGALRM cannot stop it; worker killed"), f"{silent:.0f} s"
         return None
 
