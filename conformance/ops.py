@@ -87,6 +87,9 @@ INPLACE = ("add_", "mul_", "sub_", "copy_")
 # which copies.
 ALIASES = frozenset({"reshape", "transpose", "slice", "unsqueeze", "detach", "to_float", "to_double", "chunk", "split",
                      "unbind"})
+# The ops whose result is a view in autograd's sense (a view made while grad is off of a
+# tensor that requires grad still requires grad): not flip (a copy) nor detach.
+VIEWS = frozenset({"reshape", "transpose", "slice", "unsqueeze", "chunk", "split", "unbind"})
 CREATION = ("ones", "zeros", "full", "arange")
 
 

@@ -15,13 +15,12 @@ from dataclasses import dataclass
 from typing import Callable, Iterator
 
 from conformance.grad_mode import AMBIENT_GRAD_ENABLED, AMBIENT_MODES
-from conformance.ops import ALIASES, FAMILIES
+from conformance.ops import ALIASES, VIEWS
 from conformance.program import (GRAD_ENABLED, Assign, Call, Create, GradRegion, HelperCall, IfGradEnabled, InPlace,
                                  Program, SetGradMode, statements_in)
 
 # Ops whose result is a view of their input, which eager gives requires_grad where the input has
 # it even under no_grad (a copy made there does not require grad).
-VIEWS = frozenset(FAMILIES["view"]) - {"flip", "detach"}
 
 
 @dataclass(frozen=True)
@@ -93,7 +92,8 @@ def updates_while_grad_on(program: Program, ambient: str) -> bool:
 
 @_under_some_ambient
 def makes_a_view_while_grad_off(program: Program, ambient: str) -> bool:
-    """Whether eager makes a view (reshape, transpose, a slice, unsqueeze) where grad is off."""
+    """Whether eager makes a view (reshape, transpose, a slice, unsqueeze, one of chunk's,
+    split's or unbind's) where grad is off."""
     return any(isinstance(s.statement, Assign) and isinstance(s.statement.value, Call)
                and s.statement.value.op in VIEWS and not s.mode.grad for s in run_order(program, ambient))
 

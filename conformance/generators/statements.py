@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from conformance.generators.inputs import RELATIONS, related_shapes, shapes
 from conformance.generators.scope import Scope, is_temporary
-from conformance.ops import CREATION, FAMILIES, INPLACE, OPS, UNARY, Meta, infer, inplace_applies
+from conformance.ops import CREATION, FAMILIES, INPLACE, OPS, UNARY, VIEWS, Meta, infer, inplace_applies
 from conformance.program import (
     FLOAT_DTYPES,
     FUNCTION,
@@ -81,7 +81,7 @@ def op_calls(draw, scope: Scope, reading: tuple[str, ...] = (), ops: tuple[str, 
     args = draw(st.sampled_from(candidates), label=f"{op}.args")
     target = scope.names.temp()
     scope.env[target] = infer(op, tuple(scope.env[a] for a in args))
-    if op in FAMILIES["view"]:
+    if op in FAMILIES["view"] or op in VIEWS:
         scope.views.add(target)
     return Assign(target, Call(op, args))
 
