@@ -1,9 +1,19 @@
 # Two commands: `make test` (the harness's own tests) and `make conformance` (the suite).
 # Each creates .venv from constraints.txt when it is missing or out of date.
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
+# THUNDER=<what pip installs>: run against that thunder instead of the pinned release, in a venv
+# of its own (.venv-thunder, torch still from constraints.txt): a checkout, a tarball
+# (../shared/upstream/lightning-thunder-1e22aac.tar.gz, thunder main of 2026-01-29) or
+# git+https://github.com/Lightning-AI/lightning-thunder. Another THUNDER reinstalls thunder.
+THUNDER ?=
+ifeq ($(THUNDER),)
 VENV := .venv
-PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+else
+VENV := .venv-thunder
+STAMP := $(VENV)/.installed-$(shell printf '%s' '$(THUNDER)' | sha1sum | cut -c1-12)
+endif
+PY := $(VENV)/bin/python
 PYTEST_ARGS ?=
 CONFORMANCE_ARGS ?=
 
@@ -15,6 +25,12 @@ $(STAMP): pyproject.toml constraints.txt
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -c constraints.txt -e .
+ifneq ($(THUNDER),)
+	grep -v '^lightning-thunder' constraints.txt > $(VENV)/constraints-without-thunder.txt
+	$(PY) -m pip install --quiet --force-reinstall --no-deps '$(THUNDER)'
+	$(PY) -m pip install --quiet -c $(VENV)/constraints-without-thunder.txt '$(THUNDER)'
+	@rm -f $(VENV)/.installed-*
+endif
 	@touch $(STAMP)
 
 # worksteal: the fake-backend nights of tests/test_night.py sit next to each other, and xdist's

@@ -128,6 +128,21 @@ class KnownIssue:
     oracle: str
     notes: str = ""
     upstream: str = ""
+    # (package, first version without the bug): `fixed_in = {thunder = "0.2.7"}` in the TOML.
+    fixed_in: tuple[tuple[str, str], ...] = ()
+
+    def holds_on(self, versions: dict[str, str]) -> bool:
+        """Whether the bug is there in these package versions (a backend's versions()): not
+        where a version is at or past the one the entry says fixed it."""
+        from packaging.version import InvalidVersion, Version
+
+        for package, fixed in self.fixed_in:
+            try:
+                if package in versions and Version(versions[package]) >= Version(fixed):
+                    return False
+            except InvalidVersion:
+                continue  # a checkout's version string that is not PEP 440: assume the bug is there
+        return True
 
     def applies_to(self, backend_name: str) -> bool:
         """Whether the issue holds for the backend: its family (the name before any
@@ -185,6 +200,7 @@ def load(path: Path = PATH) -> list[KnownIssue]:
                 oracle=entry["oracle"],
                 notes=entry.get("notes", ""),
                 upstream=entry.get("upstream", ""),
+                fixed_in=tuple((str(k), str(v)) for k, v in entry.get("fixed_in", {}).items()),
             ))
         except KeyError as exc:
             raise BadKnownIssues(f"{path}: {where} is malformed: {exc.args[0]}" if " " in str(exc.args[0])
@@ -197,6 +213,16 @@ def load(path: Path = PATH) -> list[KnownIssue]:
     if len(set(ids)) != len(ids):
         raise BadKnownIssues(f"{path}: duplicate issue ids")
     return issues
+
+
+def holding(issues: list[KnownIssue], backend) -> list[KnownIssue]:
+    """The issues that hold for the backend's package versions: an issue fixed in the version
+    under test is not one to explain a finding by (its return is a regression: new)."""
+    try:
+        versions = {str(k): str(v) for k, v in dict(backend.versions()).items()}
+    except Exception:  # noqa: BLE001 - a broken backend's versions(): every issue holds
+        versions = {}
+    return [i for i in issues if i.holds_on(versions)]
 
 
 def classify(sig: Signature, backend_name: str, issues: list[KnownIssue],

@@ -31,7 +31,7 @@ def check_area(backend, name: str, strategy, issues=None, on_finding=None,
     more than MAX_STATEMENTS statements (the shrink budget ran out), a second pass
     replays them and resumes shrinking, as Hypothesis does on a rerun.
     """
-    issues = KI.load() if issues is None else issues
+    issues = KI.holding(KI.load(), backend) if issues is None else issues
     run = Memo(run_example)
     db = InMemoryExampleDatabase()
     small_enough: set[str] = set()  # classes whose shrunk program is already a readable repro

@@ -15,6 +15,9 @@ ISSUES = known_issues.load()
 def test_known_issue_still_reproduces(backend, issue):
     if not issue.applies_to(backend.name):
         pytest.skip(f"{issue.id} is a known issue of {', '.join(issue.backends)}, not of {backend.name}")
+    if not issue.holds_on(backend.versions()):
+        fixed = ", ".join(f"{p} {v}" for p, v in issue.fixed_in)
+        pytest.skip(f"{issue.id} was fixed in {fixed}; the backend has {backend.versions()}")
     result = run_example(issue.program, backend, issue.schedule)
     sigs = [signature(m, issue.program, issue.schedule) for m in result.mismatches]
     hit = [s for s, m in zip(sigs, result.mismatches)

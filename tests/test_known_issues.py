@@ -367,3 +367,21 @@ def test_grad_mode_left_after_a_call_is_told_apart_by_whether_the_call_raised():
     without = [replace(i, shows=tuple(replace(t, raised=None) for t in i.shows)) if i.id == raises_id else i
                for i in ISSUES]
     assert known_issues.classify(found, "thunder", without, program, Context("grad", raised=False)).id == raises_id
+
+
+def test_an_issue_fixed_in_the_version_under_test_does_not_hold_there(tmp_path):
+    from types import SimpleNamespace
+
+    KI = known_issues
+    text = KI.PATH.read_text().replace('id = "inference-mode-ignored"',
+                                       'id = "inference-mode-ignored"\nfixed_in = {thunder = "0.2.7.dev0"}', 1)
+    (tmp_path / "k.toml").write_text(text)
+    issues = KI.load(tmp_path / "k.toml")
+    fixed = next(i for i in issues if i.id == "inference-mode-ignored")
+    assert fixed.fixed_in == (("thunder", "0.2.7.dev0"),)
+    assert fixed.holds_on({"thunder": "0.2.6"}) and fixed.holds_on({"torch": "2.9.1"})
+    assert not fixed.holds_on({"thunder": "0.2.7.dev0"}) and not fixed.holds_on({"thunder": "0.3.0"})
+    assert fixed.holds_on({"thunder": "a checkout"})  # not a version: the bug is assumed there
+    release, main = (SimpleNamespace(versions=lambda v=v: {"thunder": v}) for v in ("0.2.6", "0.2.7.dev0"))
+    assert fixed in KI.holding(issues, release) and fixed not in KI.holding(issues, main)
+    assert len(KI.holding(issues, main)) == len(issues) - 1
