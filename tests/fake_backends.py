@@ -67,6 +67,15 @@ class MasksErrors(_Wrapping):
             raise AssertionError("internal invariant") from exc
 
 
+class FailsToCompile(_Wrapping):
+    """compile() raises: the run breaks before any call, as a compiler crash does."""
+
+    fault = "compile raises"
+
+    def compile(self, fn):
+        raise RuntimeError("the compiler gave up")
+
+
 class RareBug(PerturbsOutputs):
     """Floating outputs off by 0.5 in functions that call torch.hypot, torch.atan2, cumsum,
     flip and torch.erf: a bug that a short night's own draws do not make, but a baseline may
@@ -151,6 +160,7 @@ class DefersErrors(_Wrapping):
 hides_a_bug = HidesABug
 one_class_two_bugs = OneClassTwoBugs
 masks_errors = MasksErrors
+fails_to_compile = FailsToCompile
 defers_errors = DefersErrors
 rare_bug = RareBug
 one_op_bug = OneOpBug

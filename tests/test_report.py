@@ -61,6 +61,8 @@ NAN = Program((TensorInput("a", (2,), requires_grad=True, special="nan"),), (Ass
     ("tests.fake_backends:defers_errors", RAISES, (CallSpec(),)),
     ("forgets_grad_mode_change", LEAVES_GRAD_OFF, (CallSpec(),)),
     ("stale_grad_mode_cache", PROGRAM, (CallSpec("grad"), CallSpec("no_grad", values_seed=1))),
+    # the backend breaks the run outside a call: it reproduces (exit 1), not a script that cannot run
+    ("tests.fake_backends:fails_to_compile", PROGRAM, (CallSpec(),)),
 ])
 def test_repro_exits_1_while_it_reproduces_and_0_once_fixed(tmp_path, fault, program, schedule):
     spec = fault if ":" in fault else f"conformance.backends.faulty:{fault}"
