@@ -235,6 +235,15 @@ def test_traces_catch_planted_faults(f, aspect):
     assert [m.aspect for m in traces.check(*with_facts(f))] == [aspect]
 
 
+def test_traces_judge_no_mode_where_eager_calls_were_not_recorded():
+    # A torch.autograd.Function's forward changes grad mode: eager's calls there are not recorded
+    # (thunder traces a forward on its own, without markers in the function's trace), so the
+    # markers of this trace do not tell the mode each symbol ran in.
+    untagged = facts(events=(("marker", False), ("op", (("t0", False),)), ("marker", True)))
+    assert traces.check(*with_facts(untagged, eager_calls=None)) == []
+    assert [m.aspect for m in traces.check(*with_facts(untagged))] == ["untagged under no_grad"]
+
+
 def test_traces_backward_of_nothing():
     e = changed(BASE, outputs=(tensor([1.0]),), grads={"a": None}, set_grad_calls=(False, True))
     b = changed(BASE, outputs=(tensor([1.0]),), grads={"a": None}, traces=facts(backward_outputs=1))
