@@ -3,6 +3,7 @@ the run index.html and summary.json (the contract of DESIGN.md; paths relative t
 
 from __future__ import annotations
 
+import functools
 import json
 from importlib import resources
 from pathlib import Path
@@ -14,7 +15,8 @@ from pygments.lexers import PythonLexer
 
 from conformance import text
 from conformance.report.records import merge, write_atomic
-from conformance.report.repro import render_repro
+from conformance.report.issue import issue_markdown, short_script
+from conformance.report.repro import _backend_code, render_repro
 from conformance.report.signatures import slug
 
 _HTML = jinja2.Environment(
@@ -23,6 +25,14 @@ _HTML = jinja2.Environment(
     finalize=lambda v: text.visible(v) if isinstance(v, str) else v,  # and no control characters
     undefined=jinja2.StrictUndefined,
 )
+
+
+@functools.lru_cache(maxsize=1)
+def _registry() -> dict:
+    """The known issues by id, for their upstream references in issue.md."""
+    from conformance import known_issues
+
+    return {i.id: i for i in known_issues.load()}
 
 
 def _css() -> str:
@@ -34,10 +44,16 @@ def write_signature(folder: Path, record: dict) -> dict:
     name = slug(record)
     repro = render_repro(record)
     write_atomic(folder / name / "repro.py", repro)
+    imp, compile_fn, _ = _backend_code(record)
+    known = _registry().get(record["known"]) if record.get("known") else None
+    script = short_script(record, imp, f"lambda fn: {compile_fn}")
+    write_atomic(folder / name / "issue.md", issue_markdown(record, script, known.upstream if known else None))
     formatter = HtmlFormatter(nowrap=False)
+    markup = jinja2.utils.markupsafe.Markup
     html = _HTML.get_template("report.html.j2").render(
         r=record, css=_css(), pygments_css=formatter.get_style_defs(".highlight"),
-        repro=repro, repro_html=jinja2.utils.markupsafe.Markup(highlight(repro, PythonLexer(), formatter)),
+        repro=repro, repro_html=markup(highlight(repro, PythonLexer(), formatter)),
+        script=script or "", script_html=markup(highlight(script, PythonLexer(), formatter)) if script else "",
     )
     write_atomic(folder / name / "report.html", html)
     return {

@@ -1,0 +1,81 @@
+"""issue.md's short script: standalone, at most 25 lines for a short repro, and it prints the
+difference where the backend has the bug and agreement where it has not."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conformance.generators.schedules import CallSpec
+from conformance.program import Assign, Call, GradRegion, Program, SetGradMode, TensorInput
+from conformance.report.issue import issue_markdown, short_script
+from conformance.report.repro import _backend_code
+from conformance.report.write import write_signature
+
+from tests.test_report import record_for
+
+FAULTY = "conformance.backends.faulty:"
+A = TensorInput("a", (3,), requires_grad=True)
+REGION = Program((A,), (GradRegion("no_grad", (Assign("t0", Call("exp", ("a",))),)),
+                        Assign("t1", Call("mul_scalar", ("t0",)))), ("t1",))
+SQUARE = Program((A,), (Assign("t0", Call("square", ("a",))),), ("t0",))
+LEAVES_GRAD_OFF = Program((A,), (Assign("t0", Call("sin", ("a",))), SetGradMode("torch.set_grad_enabled", False)),
+                          ("t0",))
+CASES = [
+    ("perturbs_outputs", REGION, (CallSpec(),), "return[0]"),
+    ("always_grad", SQUARE, (CallSpec("no_grad"),), "return[0].requires_grad"),
+    ("scales_gradients", SQUARE, (CallSpec(),), "a.grad"),
+    ("forgets_grad_mode_change", LEAVES_GRAD_OFF, (CallSpec(), CallSpec("no_grad")), "torch.is_grad_enabled()"),
+]
+
+
+def printed(tmp_path: Path, script: str, backend: str) -> dict[str, tuple[str, str]]:
+    """What the script prints: per read, (eager, backend)."""
+    path = tmp_path / "short.py"
+    path.write_text(script)
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    out = subprocess.run([sys.executable, str(path)], cwd=tmp_path, env=env, capture_output=True, text=True,
+                         timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    rows = {}
+    for line in out.stdout.splitlines():
+        key, _, rest = line.partition(": eager ")
+        rows[key] = tuple(rest.split(f", {backend} "))
+    return rows
+
+
+@pytest.mark.parametrize("fault,program,schedule,read", CASES, ids=[c[0] for c in CASES])
+def test_the_short_script_prints_the_difference_and_agreement_without_the_bug(tmp_path, fault, program, schedule,
+                                                                              read):
+    record = record_for(program, FAULTY + fault, schedule)
+    imp, compile_fn, _ = _backend_code(record)
+    script = short_script(record, imp, f"lambda fn: {compile_fn}")
+    assert len(script.splitlines()) <= 25, script
+    rows = printed(tmp_path, script, record["backend"])
+    assert rows[read][0] != rows[read][1], rows
+    agree = printed(tmp_path, short_script(record, "", "lambda fn: fn"), record["backend"])  # eager as the backend
+    assert all(e == b for e, b in agree.values()) and read in agree, agree
+
+
+def test_issue_md_says_what_differs_with_the_script_first(tmp_path):
+    record = record_for(REGION, FAULTY + "perturbs_outputs")
+    record |= {"known": "some-issue", "known_title": "outputs off by 0.5 after a no_grad region"}
+    write_signature(tmp_path, record)
+    (issue,) = tmp_path.glob("*/issue.md")
+    text = issue.read_text()
+    assert text.startswith("# outputs off by 0.5 after a no_grad region\n")
+    assert "```python\nimport torch\n" in text and "Versions: " in text and "torch " in text
+    assert "locally-disabling-gradient-computation" in text  # the eager side's documentation
+    assert "`some-issue`" in text and "[outputs.value]" in text
+    html = (issue.parent / "report.html").read_text()
+    assert html.index("The short script") < html.index("The checker: repro.py")
+
+
+def test_a_difference_in_the_traces_only_has_no_short_script():
+    record = record_for(REGION, FAULTY + "perturbs_outputs") | {"oracle": "traces"}
+    assert short_script(record, "", "lambda fn: fn") is None
+    assert "`repro.py` beside this file checks it" in issue_markdown(record, None)
