@@ -242,11 +242,13 @@ def stub(record: dict, issue_id: str = "") -> str:
     `shows` by a person."""
     import json
 
+    from conformance.report.issue import docs_link, title
     from conformance.report.signatures import slug
 
     schedule = json.dumps(record["schedule"])
     body = "\n".join("#   " + line for line in record["body"].splitlines())
     program = serialize.loads(json.dumps(record["program"]))
+    docs = docs_link(program)
     first = record["mismatches"][0]
     bug = class_key(Mismatch(**{k: first[k] for k in ("oracle", "aspect", "where", "eager", "backend", "call")}))
     sides = "".join(f"{name} = {json.dumps(value)}\n" for name, value in (("eager", bug.eager), ("backend", bug.backend))
@@ -254,11 +256,11 @@ def stub(record: dict, issue_id: str = "") -> str:
     return (
         "[[issue]]\n"
         f"id = {json.dumps(issue_id or slug(record))}\n"
-        'title = "TODO: what the backend does wrong, in one line"\n'
+        f"title = {json.dumps('TODO: in the words of the backend (issue.md says: ' + title(record) + ')')}\n"
         f"oracle = {json.dumps(record['oracle'])}\n"
         f"backends = {json.dumps([record['backend'].split('[')[0]])}\n"
         f"schedule = '''{schedule}'''\n"
-        'notes = "TODO: why eager\'s side is documented PyTorch behaviour"\n'
+        f"notes = {json.dumps('TODO: why what eager does is documented PyTorch behaviour (' + docs + ')')}\n"
         f"# body:\n{body}\n"
         f"program = '''{json.dumps(record['program'])}'''\n"
         "[[issue.shows]]\n"

@@ -79,3 +79,16 @@ def test_a_difference_in_the_traces_only_has_no_short_script():
     record = record_for(REGION, FAULTY + "perturbs_outputs") | {"oracle": "traces"}
     assert short_script(record, "", "lambda fn: fn") is None
     assert "`repro.py` beside this file checks it" in issue_markdown(record, None)
+
+
+def test_triage_proposes_an_entry_with_the_issue_texts():
+    import tomllib
+
+    from conformance.known_issues import stub
+    from conformance.report.issue import title
+
+    record = record_for(REGION, FAULTY + "perturbs_outputs")
+    entry = tomllib.loads(stub(record))["issue"][0]
+    assert title(record) in entry["title"] and entry["title"].startswith("TODO")
+    assert "locally-disabling-gradient-computation" in entry["notes"]
+    assert entry["shows"][0]["oracle"] == "outputs"
