@@ -62,6 +62,18 @@ def test_the_repro_parses_and_runs_nothing_but_the_check(run_dir, tmp_path):
     assert "\x1b" not in proc.stdout and "\\x1b" in proc.stdout  # the message shown, its ESC escaped
 
 
+def test_the_issue_script_runs_nothing_the_backend_said(run_dir, tmp_path):
+    issue = next(run_dir.glob("*/issue.md")).read_text()
+    script = issue.split("```python\n", 1)[1].split("```", 1)[0]
+    ast.parse(script)
+    (tmp_path / "short.py").write_text(script)
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.run([sys.executable, "short.py"], cwd=tmp_path, capture_output=True, text=True, timeout=120,
+                          env=env)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert not (tmp_path / "pwned").exists() and "raised: eager None" in proc.stdout
+
+
 def test_text_helpers_escape_what_would_end_a_line_or_a_comment():
     for c in "\n\r\x00\x1b\x0b\x0c\x1c\x85\u2028\u2029":
         assert c not in text.printable(f"a{c}b")

@@ -8,6 +8,7 @@ import subprocess
 import sys
 import time
 from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -252,16 +253,46 @@ def test_a_settled_class_explains_the_programs_that_have_what_a_repro_of_it_has(
     flip_under_no_grad = program(GradRegion("no_grad", (Assign("t0", Call("flip", ("a",))),)))
     a = BugClass("outputs", "value")
     settled = Settled(shrinks_per_class=3)
-    assert settled.explains(a, flip_under_no_grad)  # nothing recorded: nothing to look again at
+    assert settled.explains(a, Needs.of(flip_under_no_grad))  # nothing recorded: nothing to look again at
     settled.learn(Shrunk(0, a, f"{a} @ no_grad", "some-known-issue", 2, Needs.of(flip_under_no_grad)))
     assert settled.has(a, "some-known-issue") and not settled.has(a, None)
     assert settled.has(a, "some-known-issue", 2) and not settled.has(a, "some-known-issue", 1)  # shorter: record it
     bigger = program(Assign("t1", Call("exp", ("a",))),
                      GradRegion("no_grad", (Assign("t0", Call("flip", ("t1",))),)))
-    assert settled.explains(a, bigger)
-    assert not settled.explains(a, program(Assign("t0", Call("flip", ("a",)))))  # no no_grad
-    assert not settled.explains(a, program(GradRegion("no_grad", (Assign("t0", Call("exp", ("a",))),))))  # no flip
-    assert settled.explains(BugClass("flags", "requires_grad"), bigger)  # another class: not ours to judge
+    assert settled.explains(a, Needs.of(bigger))
+    assert not settled.explains(a, Needs.of(program(Assign("t0", Call("flip", ("a",))))))  # no no_grad
+    assert not settled.explains(a, Needs.of(program(GradRegion("no_grad", (Assign("t0", Call("exp", ("a",))),)))))  # no flip
+    assert settled.explains(BugClass("flags", "requires_grad"), Needs.of(bigger))  # another class: not ours to judge
+
+
+def test_a_hit_is_unexplained_by_the_part_of_the_program_its_mismatch_can_come_from():
+    # The value bug's repro is a flip under no_grad; the flag bug's a reshape. A hit of both
+    # classes: the wrong value is explained (what it reads has both); the flag behind it reads
+    # only an in-place update, which the reshape repro does not explain, though the whole
+    # program has a reshape: the flag is the class to look at.
+    from conformance.check import Result
+    from conformance.generators.schedules import SINGLE_CALL
+    from conformance.night.messages import Needs
+    from conformance.oracles.mismatch import Mismatch
+    from conformance.outcome import SideOutcome
+    from conformance.program import Assign, Call, GradRegion, InPlace, Program, TensorInput
+
+    inputs = (TensorInput("a", (2,), requires_grad=True), TensorInput("b", (2,)))
+    flip = Program(inputs, (GradRegion("no_grad", (Assign("t0", Call("flip", ("a",))),)),), ("t0",))
+    reshape = Program(inputs, (Assign("t0", Call("reshape", ("a",))),), ("t0",))
+    hit = Program(inputs, (GradRegion("no_grad", (Assign("t0", Call("flip", ("a",))),)),
+                           Assign("t1", Call("reshape", ("t0",))),
+                           Assign("t2", Call("exp", ("b",))), InPlace("t2", "add_", "a")), ("t1", "t2"))
+    value, flag = BugClass("outputs", "value"), BugClass("flags", "requires_grad", "True", "False")
+    settled = Settled(shrinks_per_class=3)
+    settled.learn(Shrunk(0, value, str(value), None, 2, Needs.of(flip)))
+    settled.learn(Shrunk(0, flag, str(flag), None, 2, Needs.of(reshape)))
+    mismatches = [Mismatch("outputs", "value", "return[0]", "1", "2", 0, "grad"),
+                  Mismatch("flags", "requires_grad", "return[1]", "True", "False", 0, "grad")]
+    result = Result(hit, SINGLE_CALL, "", SideOutcome("eager"), SideOutcome("b"), mismatches)
+    assert settled.unexplained(result) == [flag]
+    on_the_view = [mismatches[0], replace(mismatches[1], where="return[0]")]  # the flag of t1: reshape
+    assert settled.unexplained(replace(result, mismatches=on_the_view)) == []
 
 
 def test_a_slot_counts_examples_over_its_incarnations():

@@ -15,8 +15,7 @@ from dataclasses import dataclass, field
 
 from conformance.engine import MAX_STATEMENTS
 from conformance.night.messages import Needs, Shrunk
-from conformance.oracles.mismatch import BugClass
-from conformance.program import Program
+from conformance.oracles.mismatch import BugClass, class_key
 
 
 @dataclass
@@ -50,11 +49,26 @@ class Settled:
         made = self.shortest.get((bug, known))
         return made is not None and (statements is None or made <= statements)
 
-    def explains(self, bug: BugClass, program: Program) -> bool:
-        """Whether some repro of the class has nothing that `program` lacks (ops, constructs).
-        A class settled without a short repro explains everything: it has been looked at."""
+    def unexplained(self, result) -> list[BugClass]:
+        """The classes of a hit's mismatches, in order, that no recorded repro of theirs
+        explains in the part of the program the mismatch can come from (slicing.relevant: the
+        whole program has what some repro has far more often). Not only the first class: a
+        mismatch that follows another (a flag behind a wrong value) is a bug of its own as
+        often as not."""
+        from conformance.slicing import relevant
+
+        out: list[BugClass] = []
+        for m in result.mismatches:
+            bug = class_key(m)
+            if bug not in out and not self.explains(bug, Needs.of(relevant(result.program, m))):
+                out.append(bug)
+        return out
+
+    def explains(self, bug: BugClass, have: Needs) -> bool:
+        """Whether some repro of the class has nothing that a program that has `have` lacks
+        (ops, constructs). A class settled without a short repro explains everything: it has
+        been looked at."""
         repros = self.needs.get(bug)
         if not repros:
             return True
-        have = Needs.of(program)
         return any(n.met_by(have) for n in repros)

@@ -36,11 +36,13 @@ from conformance.report.records import write_atomic
 
 
 # Second looks at hits of settled classes: at most this many per class and incarnation, with a
-# last pass of at most LOOK_CALLS runs; they and the last passes of classes met only while another
-# shrank (shrink_the_unshrunk) take at most LOOK_SHARE of the worker's runs.
+# last pass of at most LOOK_CALLS runs, in at most LOOK_SHARE of the worker's runs. The last
+# passes of classes met only while another shrank (shrink_the_unshrunk) have a share of their
+# own: sharing one, they took it all, and a 10-minute night made no second look at all.
 LOOKS_PER_CLASS = 8
 LOOK_CALLS = 60
-LOOK_SHARE = 0.2
+LOOK_SHARE = 0.1
+UNSHRUNK_SHARE = 0.1
 
 
 class ExampleTimeout(BaseException):
@@ -107,7 +109,8 @@ class Worker:
         self.settled = Settled(cfg.shrinks_per_class)
         self.first_seen: dict[str, tuple[int, float]] = {}  # class -> (examples, seconds)
         self.looks: Counter = Counter()  # second looks per class
-        self.look_runs = 0
+        self.look_runs = 0  # runs of second looks
+        self.unshrunk_runs = 0  # runs of the last passes of shrink_the_unshrunk
         self.to_look: list = []  # (class, result, seen) of settled classes, for after the search round
         # Classes met only while Hypothesis shrank another (saved raw): class -> (result, seen).
         self.unshrunk: dict = {}
@@ -270,11 +273,8 @@ class Worker:
             return focus(result, lambda k: k != shrinking)
         lead = focus(result, self.is_settled)
         if lead is None:
-            key = class_key(result.mismatches[0])
-            self.outbox.put(Hit(self.wid, key))
-            queued = sum(k == key for k, _, _ in self.to_look)
-            if queued < LOOKS_PER_CLASS and self.worth_a_look(key, result.program):
-                self.to_look.append((key, result, (self.run.misses, self.seconds())))
+            self.outbox.put(Hit(self.wid, class_key(result.mismatches[0])))
+            self.queue_a_look(result)
             return None
         key = class_key(lead.mismatches[0])
         self.first_seen.setdefault(key, (self.run.misses, self.seconds()))
@@ -288,21 +288,32 @@ class Worker:
             self.unshrunk.setdefault(key, (lead, self.first_seen[key]))
         return None if shrinking is not None else lead
 
+    def queue_a_look(self, result) -> None:
+        """Queue a second look at the first class of this hit (all its classes settled) that no
+        recorded repro explains (Settled.unexplained)."""
+        from conformance.engine import focus
+
+        for key in self.settled.unexplained(result):
+            queued = sum(k == key for k, _, _ in self.to_look)
+            if queued < LOOKS_PER_CLASS and self.may_look(key):
+                self.to_look.append((key, focus(result, lambda k: k != key), (self.run.misses, self.seconds())))
+                return
+
     def shrink_the_unshrunk(self) -> None:
         """The last pass (at most LOOK_CALLS runs) on each class met only while Hypothesis shrank
         another one and not recorded shrunk since. Such a class is left for a later draw to meet
         again, and Hypothesis to shrink; a rare one is not met again, and its raw program was
-        its repro: 6 to 29 statements in a 10-minute thunder night. These passes and the second
-        looks share LOOK_SHARE of the worker's runs: unbounded, they took half of a night that
-        met many classes (226 and 295 s of 600), and it met 27 of the guard's 33 known issues."""
+        its repro: 6 to 29 statements in a 10-minute thunder night. These passes take at most
+        UNSHRUNK_SHARE of the worker's runs: unbounded, they took half of a night that met many
+        classes (226 and 295 s of 600), and it met 27 of the guard's 33 known issues."""
         for key, (result, seen) in list(self.unshrunk.items()):
-            if self.over() or self.look_runs > LOOK_SHARE * self.run.misses:
+            if self.over() or self.unshrunk_runs > UNSHRUNK_SHARE * self.run.misses:
                 return
             del self.unshrunk[key]
             if not self.is_settled(key):
                 n0 = self.run.misses
                 self.conclude(result, seen, calls=LOOK_CALLS)
-                self.look_runs += self.run.misses - n0
+                self.unshrunk_runs += self.run.misses - n0
 
     def conclude(self, result, first_seen: tuple[int, float], calls: int | None = None) -> None:
         """The last pass on a failure Hypothesis shrank; record it where it shows its class first.
@@ -334,21 +345,24 @@ class Worker:
         explain it now."""
         t0 = time.time()
         for key, result, seen in self.to_look:
-            if not self.over() and self.worth_a_look(key, result.program):
+            if not self.over() and self.may_look(key) and key in self.settled.unexplained(result):
                 self.second_look(key, result, seen)
         self.to_look.clear()
         self.spent["second looks"] += time.time() - t0
 
-    def worth_a_look(self, key, program) -> bool:
+    def may_look(self, key) -> bool:
+        """Whether the looks' budget allows a second look at this class."""
         return (key.oracle != "hang" and self.looks[key] < LOOKS_PER_CLASS  # a hang's candidates could each hang
-                and self.look_runs <= LOOK_SHARE * self.run.misses and not self.settled.explains(key, program))
+                and self.look_runs <= LOOK_SHARE * self.run.misses)
 
     def second_look(self, key, result, seen: tuple[int, float]) -> None:
         """A hit of a settled class in a program that no recorded repro of the class explains:
         its last pass, and a record where the short program is a bug the class has no record of
         (another known issue, or not a known one behind a known one's class), or a shorter repro
-        of one it has."""
+        of one it has. As in `conclude`, a class that the short program shows only behind
+        another is not recorded: it may be a consequence of that one."""
         from conformance.engine import finding_of, reduce_finding
+        from conformance.oracles.mismatch import class_key
         from conformance.program import count_statements
         from conformance.shrinking import Budget
 
@@ -357,10 +371,12 @@ class Worker:
         calls = min(LOOK_CALLS, self.cfg.shrink_calls or LOOK_CALLS)
         budget = Budget(seconds=self.cfg.reduction_seconds(self.deadline), calls=calls)
         finding = reduce_finding(finding_of(result, self.backend.name, self.issues), self.backend, self.issues,
-                                 run=lambda p, b, s: self.timed_run(p, s), budget=budget)
+                                 run=lambda p, b, s: self.timed_run(p, s), budget=budget, masked=self.is_settled)
+        again = self.timed_run(finding.result.program, finding.result.schedule)
         self.look_runs += self.run.misses - n0
         known = finding.known.id if finding.known else None
-        if self.settled.has(key, known, count_statements(finding.result.program)):  # recorded, as short
+        behind = not again.mismatches or class_key(again.mismatches[0]) != key
+        if behind or self.settled.has(key, known, count_statements(finding.result.program)):  # recorded, as short
             self.settled.needs[key].add(Needs.of(finding.result.program))
             return
         self.record(finding.result, key, shrunk=True, finding=finding, seen=seen)

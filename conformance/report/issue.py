@@ -110,8 +110,15 @@ def short_script(record: dict, backend_import: str, backend_compile: str) -> str
     lines += ["    except Exception as e:", "        return {'raised': f'{type(e).__name__}: {e}'}",
               "    return {'raised': None, **seen}", ""]
     lines += [f"eager, backend = run(lambda f: f), run({backend_compile})",
-              f"print(*(f'{{k}}: eager {{eager[k]}}, {record.get('backend', 'backend')} {{backend.get(k)}}' for k in eager), sep='\\n')"]
+              f"print(*(f'{{k}}: eager {{eager[k]}}, {_label(record.get('backend', ''))} {{backend.get(k)}}' for k in eager), sep='\\n')"]
     return "\n".join(lines) + "\n"
+
+
+def _label(name: str) -> str:
+    """The backend's name as the script prints it: its name is the backend's own text, and this
+    is code, so only letters, digits and plain punctuation (no quote, brace or backslash)."""
+    safe = "".join(c for c in name if c.isascii() and (c.isalnum() or c in " ._-:[]()=+,"))[:60].strip()
+    return safe or "backend"
 
 
 def _dict(reads: dict[str, str]) -> str:

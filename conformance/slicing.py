@@ -1,0 +1,128 @@
+"""The part of a program a mismatch can come from: a backward slice of the program (Weiser,
+"Program Slicing", ICSE 1981) from the value that differs.
+
+A random program computes much that its mismatch does not read: an output that differs in its
+`requires_grad` depends on the statements that made it and what updated it in place, not on
+a region three statements away that fed another output. The night asks whether a hit of a
+settled class has what some recorded repro of the class has (night.settled); asked of the whole
+program, that is true of most random programs that hold many constructs, and a second bug
+behind the class is never looked at. Asked of the slice, it is true where the differing value
+could come from the recorded bug.
+
+The slice over-approximates, as it must to be safe: every view, `detach` and helper call
+aliases its result with its arguments (an update through one writes the other); a plain
+`set_grad_enabled` call is kept where anything kept follows it; an exception, a grad-mode, a
+recompile or a trace mismatch keeps the whole program, and a gradient keeps what any return
+depends on.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from conformance.ops import VIEWS
+from conformance.oracles.mismatch import Mismatch
+from conformance.program import (Assign, Call, GradRegion, HelperCall, IfGradEnabled, InPlace, Program, Read,
+                                 RequiresGrad, SetGradMode, Statement, statements_in)
+
+# What the slice of each oracle starts from: the differing leaf, or every return.
+_LEAF_ORACLES = ("flags", "outputs")
+_RETURN_ORACLES = ("gradients",)
+
+
+def relevant(program: Program, m: Mismatch) -> Program:
+    """`program` without the statements the value `m` compares cannot depend on."""
+    roots = _roots(program, m)
+    if roots is None:
+        return program
+    aliases = _aliases(program)
+    needed = set().union(*(aliases.get(r, {r}) for r in roots)) if roots else set()
+    body = _slice(program.body, needed, aliases)
+    called = {s.value.helper for s in statements_in(body) if isinstance(s, Assign) and isinstance(s.value, HelperCall)}
+    return replace(program, body=body, helpers=tuple(h for h in program.helpers if h.name in called))
+
+
+def _roots(program: Program, m: Mismatch) -> set[str] | None:
+    """The names the compared value is read from; None: it may depend on anything."""
+    names = {r for r in program.returns if r.isidentifier()}
+    if m.oracle in _RETURN_ORACLES:
+        return names
+    if m.oracle not in _LEAF_ORACLES:
+        return None
+    if m.where.startswith("return[") and m.where.endswith("]"):
+        k = m.where[len("return["):-1]
+        if k.isdigit() and int(k) < len(program.returns):
+            r = program.returns[int(k)]
+            return {r} if r.isidentifier() else set()
+        return None
+    if m.where.endswith(" after call"):  # an input or parameter, read after the call
+        return {m.where[: -len(" after call")]}
+    return None
+
+
+def _aliases(program: Program) -> dict[str, set[str]]:
+    """Each name's alias group: names joined by a view, a detach or a helper call."""
+    group: dict[str, set[str]] = {}
+
+    def join(a: str, b: str) -> None:
+        ga, gb = group.setdefault(a, {a}), group.setdefault(b, {b})
+        if ga is not gb:
+            ga |= gb
+            for n in gb:
+                group[n] = ga
+
+    for s in statements_in(program.body):
+        if isinstance(s, Assign):
+            v = s.value
+            if (isinstance(v, Call) and (v.op in VIEWS or v.op == "detach")) or isinstance(v, HelperCall):
+                for a in v.args:
+                    join(s.target, a)
+    return group
+
+
+def _reads(s: Statement) -> set[str]:
+    if isinstance(s, Assign):
+        v = s.value
+        return set(v.args) if isinstance(v, (Call, HelperCall, Read)) else set()
+    if isinstance(s, InPlace):
+        return {s.target, s.arg}
+    if isinstance(s, RequiresGrad):
+        return {s.target}
+    return set()
+
+
+def _writes(s: Statement) -> str | None:
+    if isinstance(s, Assign):
+        return s.target
+    if isinstance(s, (InPlace, RequiresGrad)):
+        return s.target
+    return None
+
+
+def _slice(block: tuple[Statement, ...], needed: set[str], aliases: dict[str, set[str]]) -> tuple[Statement, ...]:
+    """The statements of `block` that write what `needed` holds (updated in place as the walk
+    goes back), with the regions and branches around them."""
+    kept: list[Statement] = []
+    for s in reversed(block):
+        if isinstance(s, GradRegion):
+            body = _slice(s.body, needed, aliases)
+            if body:
+                kept.append(replace(s, body=body))
+        elif isinstance(s, IfGradEnabled):
+            then_needed, else_needed = set(needed), set(needed)
+            then, orelse = _slice(s.then, then_needed, aliases), _slice(s.orelse, else_needed, aliases)
+            if then or orelse:
+                needed |= then_needed | else_needed
+                if s.condition:
+                    needed |= aliases.get(s.condition, {s.condition})
+                kept.append(replace(s, then=then or s.then, orelse=orelse or s.orelse))
+        elif isinstance(s, SetGradMode):
+            if kept:
+                kept.append(s)
+        else:
+            target = _writes(s)
+            if target is not None and target in needed:
+                for r in _reads(s):
+                    needed |= aliases.get(r, {r})
+                kept.append(s)
+    return tuple(reversed(kept))
