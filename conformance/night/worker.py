@@ -293,6 +293,8 @@ class Worker:
         recorded repro explains (Settled.unexplained)."""
         from conformance.engine import focus
 
+        if self.look_runs > LOOK_SHARE * self.run.misses:  # no look would be made: skip the slicing
+            return
         for key in self.settled.unexplained(result):
             queued = sum(k == key for k, _, _ in self.to_look)
             if queued < LOOKS_PER_CLASS and self.may_look(key):

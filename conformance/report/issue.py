@@ -49,11 +49,10 @@ def tensor_literal(t: torch.Tensor) -> str:
         kwargs.append(f"device={t.device.type!r}")
     if t.requires_grad:
         kwargs.append("requires_grad=True")
-    values = _values(t.detach().cpu().tolist())
-    shaped = values if t.dim() != 1 or t.numel() else "[]"
+    tail = "".join(", " + k for k in kwargs)
     if t.numel() == 0 and t.dim() != 1:
-        return f"torch.empty({list(t.shape)}{''.join(', ' + k for k in kwargs)})"
-    return f"torch.tensor({shaped}{''.join(', ' + k for k in kwargs)})"
+        return f"torch.empty({list(t.shape)}{tail})"
+    return f"torch.tensor({_values(t.detach().cpu().tolist())}{tail})"
 
 
 def _observable(where: str, aspect: str, single: bool) -> str | None:
@@ -166,21 +165,11 @@ def _compact(source: str) -> list[str]:
 
 
 def _cotangents(program: Program, schedule, call: int) -> list[str]:
-    """The literal cotangent of each output of eager's call, as the harness used (None where
-    an output is not a floating tensor)."""
-    from conformance import grad_mode
+    """The literal cotangent of each output of eager's call, as the harness used."""
+    from conformance.report.repro import eager_cotangents
 
-    with grad_mode.clean():
-        eager = runner.run(program, None, schedule[: call + 1])
-    outs = eager.calls[call].outputs if call < len(eager.calls) else ()
-    cots = []
-    for k, leaf in enumerate(outs):
-        if leaf.kind == "tensor" and leaf.dtype.startswith(("float", "bfloat")):
-            fake = torch.empty(leaf.shape, dtype=getattr(torch, leaf.dtype), device=leaf.device)
-            cots.append(tensor_literal(runner.cotangent(fake, program, call, k)))
-        else:
-            cots.append("None")
-    return cots
+    _, cotangents = eager_cotangents(program, schedule[: call + 1])
+    return ["None" if c is None else tensor_literal(c) for c in cotangents[call]]
 
 
 def docs_link(program: Program) -> str:

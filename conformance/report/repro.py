@@ -71,25 +71,34 @@ sys.exit(2)
 '''
 
 
-def render_repro(record: dict) -> str:
-    if record.get("program") is None:
-        return UNRECOVERED.format(summary=text.comment(record["summary"]))
-    program: Program = serialize.decode(record["program"])
-    schedule = serialize.decode(record["schedule"])
-    calls = []
+def eager_cotangents(program: Program, schedule) -> tuple[runner.SideOutcome, list[list[torch.Tensor | None]]]:
+    """Eager's run of the schedule, and per call the cotangent the harness gives each output in
+    backward (None where an output is not a floating tensor)."""
     with grad_mode.clean():
         eager = runner.run(program, None, schedule)
-    for index, spec in enumerate(schedule):
-        inputs = runner.make_inputs(program, spec)
+    per_call = []
+    for index in range(len(schedule)):
         outs = eager.calls[index].outputs if index < len(eager.calls) else ()
         cots = []
         for k, leaf in enumerate(outs):
             if leaf.kind == "tensor" and leaf.dtype.startswith(("float", "bfloat", "complex")):
                 fake = torch.empty(leaf.shape, dtype=getattr(torch, leaf.dtype), device=leaf.device)
-                cots.append(_literal(runner.cotangent(fake, program, index, k)))
+                cots.append(runner.cotangent(fake, program, index, k))
             else:
                 cots.append(None)
-        calls.append((spec.ambient, [_literal(t) for t in inputs], cots))
+        per_call.append(cots)
+    return eager, per_call
+
+
+def render_repro(record: dict) -> str:
+    if record.get("program") is None:
+        return UNRECOVERED.format(summary=text.comment(record["summary"]))
+    program: Program = serialize.decode(record["program"])
+    schedule = serialize.decode(record["schedule"])
+    eager, cotangents = eager_cotangents(program, schedule)
+    calls = [(spec.ambient, [_literal(t) for t in runner.make_inputs(program, spec)],
+              [None if c is None else _literal(c) for c in cots])
+             for spec, cots in zip(schedule, cotangents)]
     params = [_literal(t) for t in runner.make_parameters(program)] if program.is_module else []
     imp, comp, count = _backend_code(record)
     expected = None
