@@ -48,6 +48,21 @@ def _count(text: str) -> int:
     return _whole_number(text, 0)
 
 
+def _database(text: str):
+    from conformance.night.database import parse
+
+    return parse(text)
+
+
+def _shard(text: str):
+    from conformance.night.config import parse_shard
+
+    try:
+        return parse_shard(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def _workers(text: str) -> int:
     if text == "auto":
         return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
@@ -68,7 +83,10 @@ def _add_fuzz(sub) -> None:
     fz.add_argument("--seed", type=int, help="seed for a reproducible run (default: random)")
     fz.add_argument("--workers", type=_workers, default=1, help="worker processes, or auto (one per core)")
     fz.add_argument("--report-dir", type=Path, default=Path("reports/fuzz"), help="where reports go")
-    fz.add_argument("--db", type=Path, help="Hypothesis example database folder, kept across nights")
+    fz.add_argument("--db", type=_database, help="Hypothesis example database, kept across nights: a folder, "
+                    "or redis://HOST:PORT/N shared by every machine")
+    fz.add_argument("--shard", type=_shard, help="K/N: this machine is shard K of N (its own seeds, its share "
+                    "of the sweep and baseline); join the shards' reports with `merge`")
     fz.add_argument("--baseline", type=Path, help="the previous night's summary.json, for triage")
     fz.add_argument("--known-issues", type=Path,
                     help="the known issues to triage against (default: conformance/known_issues.toml)")
@@ -143,6 +161,11 @@ def build_parser() -> argparse.ArgumentParser:
     fd = sub.add_parser("findings", help="write docs/findings.md from known_issues.toml")
     fd.add_argument("--out", type=Path, default=Path("docs/findings.md"))
 
+    mg = sub.add_parser("merge", help="one report from many shards' report folders (fuzz --shard K/N)")
+    mg.add_argument("folders", type=Path, nargs="+", metavar="DIR", help="the shards' report folders")
+    mg.add_argument("--report-dir", type=Path, required=True, help="where the merged report goes")
+    mg.add_argument("--baseline", type=Path, help="the previous night's summary.json, to triage against once")
+
     rep = sub.add_parser("report", help="rewrite index.html and summary.json from a report folder's findings")
     rep.add_argument("report_dir", type=Path)
     rep.add_argument("--backend", default="thunder")
@@ -176,12 +199,12 @@ def cmd_fuzz(args) -> int:
 
     _check_report_dir(args.report_dir)
     if args.db is not None:
-        if args.db.exists() and not args.db.is_dir():
-            raise UsageError(f"--db {args.db} is a file; the example database must be a folder")
+        from conformance.night.database import Unreachable, check
+
         try:
-            args.db.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise UsageError(f"--db {args.db} cannot be created ({exc.strerror or exc})") from None
+            check(args.db)
+        except Unreachable as exc:
+            raise UsageError(str(exc)) from None
     try:
         load_baseline(args.baseline)
     except ValueError as exc:
@@ -196,7 +219,7 @@ def cmd_fuzz(args) -> int:
     _load_backend(args.backend)  # fail fast, once, in the parent
     cfg = NightConfig(
         backend=args.backend, seconds=args.seconds, max_examples=args.max_examples, seed=args.seed,
-        workers=args.workers, report_dir=args.report_dir, db=args.db, baseline=args.baseline,
+        workers=args.workers, report_dir=args.report_dir, db=args.db, shard=args.shard, baseline=args.baseline,
         known_issues=args.known_issues, chunk=args.chunk, example_timeout=args.example_timeout,
         shrinks_per_class=args.shrinks_per_class, sweep=args.sweep, small_examples=args.small_examples,
         shrink_seconds=None if args.shrink_calls else args.shrink_seconds, shrink_calls=args.shrink_calls,
@@ -301,6 +324,16 @@ def cmd_findings(args) -> int:
     return 0
 
 
+def cmd_merge(args) -> int:
+    from conformance.night.merge import MergeError, merge_reports
+
+    _check_report_dir(args.report_dir)
+    try:
+        return merge_reports(args.folders, args.report_dir, args.baseline)
+    except MergeError as exc:
+        raise UsageError(str(exc)) from None
+
+
 def cmd_soak(args) -> int:
     from conformance.soak import soak
 
@@ -311,7 +344,7 @@ def cmd_soak(args) -> int:
 
 COMMANDS = {"triage": cmd_triage, "matrix": cmd_matrix, "selfcheck": cmd_selfcheck, "fuzz": cmd_fuzz,
             "replay": cmd_replay, "report": cmd_report, "bench": cmd_bench, "findings": cmd_findings,
-            "soak": cmd_soak}
+            "soak": cmd_soak, "merge": cmd_merge}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -54,6 +54,16 @@ UNARY = (
     ("max_dim", "{0}.max(-1).values"),
     ("sort", "{0}.sort(-1).values"),
     ("var_mean", "torch.var_mean({0}, correction=0)[0]"),
+    # Indexing and filling: gathers whose backward scatters into the source, and fills whose
+    # backward masks; `*_like` creations read only their argument's shape and dtype, so their
+    # result never requires grad, whatever the mode.
+    ("index_select", "{0}.index_select(0, torch.tensor([0]))"),
+    ("fancy_index", "{0}[[0, 0]]"),
+    ("masked_fill", "{0}.masked_fill({0} > 0, 0.5)"),
+    ("where_scalar", "torch.where({0} > 0, {0}, 0.0)"),
+    ("to_round_trip", "{0}.to(torch.float64).to({0}.dtype)"),
+    ("zeros_like", "torch.zeros_like({0})"),
+    ("ones_like", "torch.ones_like({0})"),
 )
 BINARY = (
     ("add", "{0} + {1}"),
@@ -75,12 +85,17 @@ FAMILIES = {
                   "pow", "cube", "log1p_abs", "sqrt_abs", "erf", "clamp"),
     "reduction": ("sum", "mean", "sum_last", "softmax", "cumsum"),
     "view": ("reshape", "transpose", "slice", "unsqueeze", "flip", "detach"),
-    "copy": ("clone", "to_float", "to_double"),
+    "copy": ("clone", "to_float", "to_double", "to_round_trip"),
     "binary": ("add", "mul", "sub", "div", "maximum", "minimum", "where", "matmul", "atan2", "hypot"),
     "multi-output": ("chunk", "split", "unbind", "max_dim", "sort", "var_mean"),
+    "index and fill": ("index_select", "fancy_index", "masked_fill", "where_scalar", "zeros_like", "ones_like"),
 }
 # In-place methods: `target.<method>(arg)`; the target keeps its shape and dtype.
 INPLACE = ("add_", "mul_", "sub_", "copy_")
+# In-place methods of the target alone, as users update an activation (`x.relu_()`), a buffer
+# (`buf.zero_()`, `buf.fill_(1.5)`) or a parameter (`p.mul_(0.5)`): `method: template`.
+INPLACE_UNARY = {"sin_": "{0}.sin_()", "relu_": "{0}.relu_()", "clamp_": "{0}.clamp_(-0.5, 0.5)",
+                 "zero_": "{0}.zero_()", "fill_": "{0}.fill_(1.5)", "mul_scalar_": "{0}.mul_(0.5)"}
 # Ops whose result may be the tensor itself or share its storage, so that an update of it is
 # one of the tensor too: views (chunk, split and unbind give views as well), `detach()`, and
 # `float()`/`double()` of a tensor of that dtype. Not flip, which the view family holds but
@@ -176,3 +191,14 @@ def inplace_applies(method: str, target: Meta, arg: Meta) -> bool:
     except Exception:
         return False
     return tuple(t.shape) == target.shape
+
+
+@functools.lru_cache(maxsize=65536)
+def inplace_unary_applies(method: str, target: Meta) -> bool:
+    """Whether the one-tensor in-place `method` (INPLACE_UNARY) is valid in eager on `target`."""
+    t = _meta_tensor(target)
+    try:
+        eval(_compiled(INPLACE_UNARY[method].format("_t")), {"torch": torch, "_t": t})  # noqa: S307 - our own
+    except Exception:
+        return False
+    return True

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Iterator, Union
 
-from conformance.ops import OPS
+from conformance.ops import INPLACE_UNARY, OPS
 
 DTYPES = ("float32", "float64", "bfloat16", "float16", "int64", "bool")
 FLOAT_DTYPES = ("float32", "float64", "bfloat16", "float16")
@@ -125,11 +125,21 @@ class Assign:
 
 @dataclass(frozen=True)
 class InPlace:
-    """`target.add_(arg)` and friends: mutates target (maybe an input, a parameter or a view)."""
+    """`target.add_(arg)` and friends: mutates target (maybe an input, a parameter or a view);
+    without `arg`, a method of the target alone (`target.relu_()`: ops.INPLACE_UNARY)."""
 
     target: str
     method: str
-    arg: str
+    arg: str | None = None
+
+    @property
+    def reads(self) -> tuple[str, ...]:
+        return (self.target,) if self.arg is None else (self.target, self.arg)
+
+    def render(self) -> str:
+        if self.arg is None:
+            return INPLACE_UNARY[self.method].format(self.target)
+        return f"{self.target}.{self.method}({self.arg})"
 
 
 @dataclass(frozen=True)
@@ -240,7 +250,7 @@ def _render_block(stmts: tuple[Statement, ...], depth: int, functions: frozenset
         elif isinstance(s, Assign):
             lines.append(f"{pad}{s.target} = {s.value.render()}")
         elif isinstance(s, InPlace):
-            lines.append(f"{pad}{s.target}.{s.method}({s.arg})")
+            lines.append(pad + s.render())
         elif isinstance(s, RequiresGrad):
             lines.append(f"{pad}{s.target}.requires_grad_()")
         elif isinstance(s, GradRegion):
@@ -337,8 +347,7 @@ def reads(block: tuple[Statement, ...]) -> Iterator[str]:
         if isinstance(s, Assign):
             yield from getattr(s.value, "args", ())
         elif isinstance(s, InPlace):
-            yield s.target
-            yield s.arg
+            yield from s.reads
         elif isinstance(s, RequiresGrad):
             yield s.target
         elif isinstance(s, IfGradEnabled) and s.condition:

@@ -241,7 +241,7 @@ def _statement_argument_edits(s: Statement, simpler: list[str]) -> Iterator[Stat
                 for name in simpler:
                     yield replace(s, value=replace(s.value, args=args[:j] + (name,) + args[j + 1:]))
     elif isinstance(s, InPlace):
-        if s.arg not in simpler:
+        if s.arg is not None and s.arg not in simpler:
             yield from (replace(s, arg=name) for name in simpler)
         if s.target not in simpler:
             yield from (replace(s, target=name) for name in simpler)
@@ -301,7 +301,7 @@ def _block_scoped(block, names: set[str], helpers: dict[str, Helper]) -> bool:
                 return False
             names.add(s.target)
         elif isinstance(s, InPlace):
-            if s.target not in names or s.arg not in names:
+            if not all(n in names for n in s.reads):
                 return False
         elif isinstance(s, RequiresGrad):
             if s.target not in names:
@@ -348,7 +348,7 @@ def renamed(block: tuple[Statement, ...], mapping: dict[str, str]) -> tuple[Stat
                 v = replace(v, of=name(v.of))
             return replace(s, target=name(s.target), value=v)
         if isinstance(s, InPlace):
-            return replace(s, target=name(s.target), arg=name(s.arg))
+            return replace(s, target=name(s.target), arg=name(s.arg) if s.arg is not None else None)
         if isinstance(s, RequiresGrad):
             return replace(s, target=name(s.target))
         if isinstance(s, GradRegion):

@@ -85,7 +85,7 @@ def _reads(s: Statement) -> set[str]:
         v = s.value
         return set(v.args) if isinstance(v, (Call, HelperCall, Read)) else set()
     if isinstance(s, InPlace):
-        return {s.target, s.arg}
+        return set(s.reads)
     if isinstance(s, RequiresGrad):
         return {s.target}
     return set()

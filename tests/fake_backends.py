@@ -192,7 +192,7 @@ hostile = Hostile
 
 
 # A backend that breaks the process its worker runs in, or hangs, each time another way: a night must
-# report each example and go on. It breaks at the 12th call with grad off in a process (so each
+# report each example and go on. It breaks at the 6th call with grad off in a process (so each
 # incarnation of a worker runs a few examples first) and perturbs outputs otherwise (so a night
 # has other findings). Which break comes next is counted in the file $BREAKS_COUNTER, since
 # each incarnation is a fresh process; after the last one it only perturbs outputs.
@@ -206,7 +206,7 @@ class BreaksEveryWay(_Wrapping):
     def call(self, fn, args, compiled):
         if not torch.is_grad_enabled():
             BreaksEveryWay.grad_off_calls += 1
-            if BreaksEveryWay.grad_off_calls >= 12:
+            if BreaksEveryWay.grad_off_calls >= 6:
                 self.brk()
         return PerturbsOutputs.call(self, fn, args, compiled)
 
@@ -250,3 +250,39 @@ def _block_in_c():
 
 
 breaks_every_way = BreaksEveryWay
+
+
+class KillsRedis(PerturbsOutputs):
+    """Floating outputs off by 0.5, and on its KILL_AT-th call it kills the Redis server whose
+    pid is in $CONFORMANCE_TEST_REDIS_PID: the night's database goes away mid-night, at the
+    same example on any machine."""
+
+    KILL_AT = 12
+    calls = 0
+
+    def call(self, fn, args, compiled):
+        KillsRedis.calls += 1
+        if KillsRedis.calls == self.KILL_AT:
+            os.kill(int(os.environ["CONFORMANCE_TEST_REDIS_PID"]), signal.SIGKILL)
+        return PerturbsOutputs.call(self, fn, args, compiled)
+
+
+kills_redis = KillsRedis
+
+
+class DropsInplaceMethods(_Wrapping):
+    """The one-tensor in-place methods (`x.relu_()`, `buf.zero_()`, ops.INPLACE_UNARY) do
+    nothing, and `masked_fill` fills nothing: a backend that loses those updates."""
+
+    fault = "one-tensor in-place methods and masked_fill are no-ops"
+    METHODS = ("sin_", "relu_", "clamp_", "zero_", "fill_")
+
+    def call(self, fn, args, compiled):
+        with ExitStack() as stack:
+            for m in self.METHODS:
+                stack.enter_context(patch.object(torch.Tensor, m, lambda self, *a, **k: self))
+            stack.enter_context(patch.object(torch.Tensor, "masked_fill", lambda self, mask, value: self * 1))
+            return fn(*args)
+
+
+drops_inplace_methods = DropsInplaceMethods

@@ -6,6 +6,35 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from conformance.night.database import RedisUrl
+
+
+@dataclass(frozen=True)
+class Shard:
+    """Machine `index` of `count` (`fuzz --shard K/N`, 1-based): its own seeds, and every
+    N-th program of the sweep and entry of the baseline, so that N shards cover what one long
+    night would, without overlap."""
+
+    index: int
+    count: int
+
+    def __str__(self) -> str:
+        return f"{self.index}/{self.count}"
+
+    def pick(self, items: list) -> list:
+        return items[self.index - 1::self.count]
+
+
+def parse_shard(text: str) -> Shard:
+    """`K/N` with 1 <= K <= N; ValueError with the reason otherwise."""
+    k, sep, n = text.partition("/")
+    if not (sep and k.strip().isdigit() and n.strip().isdigit()):
+        raise ValueError(f"{text!r} is not K/N (this machine's number and the number of machines, as 2/4)")
+    shard = Shard(int(k), int(n))
+    if not 1 <= shard.index <= shard.count:
+        raise ValueError(f"{text}: K must be from 1 to N")
+    return shard
+
 
 @dataclass(frozen=True)
 class NightConfig:
@@ -15,7 +44,8 @@ class NightConfig:
     seed: int | None = None
     workers: int = 1
     report_dir: Path = Path("reports/fuzz")
-    db: Path | None = None
+    db: Path | RedisUrl | None = None  # a folder, or a Redis server that all shards share
+    shard: Shard | None = None
     baseline: Path | None = None
     known_issues: Path | None = None  # None: conformance/known_issues.toml
     chunk: int = 10  # examples per Hypothesis run (each with a seed of its own)

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import sys
 import time
+import uuid
 from collections import Counter
 from pathlib import Path
 
 from conformance.night import baseline as baselines
-from conformance.report.records import merge, merge_pair
+from conformance.night.database import RedisUrl, losses
+from conformance.report.records import merge, save
 from conformance.text import printable
 
 
@@ -20,10 +22,9 @@ def finish(night, interrupted: bool) -> int:
 
     cfg = night.cfg
     baseline = baselines.load_baseline(cfg.baseline)
-    crashes: dict[str, dict] = {}
-    for r in night.crash_records:  # a worker that dies on every example is one signature, many hits
-        crashes[r["signature"]] = merge_pair(crashes[r["signature"]], r) if r["signature"] in crashes else r
-    records = merge(night.folder / "findings") + list(crashes.values())
+    for r in night.crash_records:  # saved with the workers' records: a merge of shards reads them there
+        save(r, night.folder / "findings" / "supervisor", "s")
+    records = merge(night.folder / "findings")
     for r in records:
         r["unshrunk_hits"] = night.hits.get(r.get("class", ""), 0)
     records = baselines.with_status(records, baseline)
@@ -34,8 +35,9 @@ def finish(night, interrupted: bool) -> int:
     fixed, replayed, not_replayed = [], [], []
     if baseline is not None and interrupted:  # replaying takes up to a minute; Ctrl-C promises seconds
         not_replayed = [m["signature"] for m in baselines.unseen(baseline, records)]
-    elif baseline is not None:
-        fixed, replayed = baselines.replay_unseen(baseline, records, cfg.backend)
+    elif baseline is not None:  # a shard replays its share: the merge joins them
+        share = dict(baseline, mismatches=cfg.shard.pick(baseline["mismatches"])) if cfg.shard else baseline
+        fixed, replayed = baselines.replay_unseen(share, records, cfg.backend)
     seconds = time.time() - night.start
     constructs = sum((s.constructs + Counter(s.now.constructs if s.now else {}) for s in night.slots), Counter())
     extra = {"workers": [{"id": s.id, "examples": s.examples, "peak_rss_mb": round(s.peak_rss_mb, 1),
@@ -48,7 +50,11 @@ def finish(night, interrupted: bool) -> int:
              "construct_examples": dict(constructs),
              "unshrunk_hits": dict(night.hits),
              # Shrunk, but shown only behind a reported bug's mismatch: maybe its consequence, not reported.
-             "shown_only_behind": dict(night.only_behind)}
+             "shown_only_behind": dict(night.only_behind),
+             "run": uuid.uuid4().hex,  # tells a merge that two folders are one night's report
+             "shard": str(cfg.shard) if cfg.shard else None}
+    if isinstance(cfg.db, RedisUrl):  # where a Redis went away, the workers went on with a local folder
+        extra["database"] = {"redis": str(cfg.db), "lost": losses(night.folder / "findings")}
     index = write_run(night.folder, backend_name=cfg.backend, seed=cfg.seed, command=cfg.command,
                       examples=night.total(), seconds=round(seconds, 1), versions=versions, records=records,
                       extra=extra)

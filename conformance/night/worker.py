@@ -30,6 +30,7 @@ from collections import Counter
 from pathlib import Path
 
 from conformance.night.config import NightConfig
+from conformance.night.database import open_database
 from conformance.night.messages import Beat, Exit, Hit, Needs, Shrunk
 from conformance.night.settled import Settled
 from conformance.report.records import write_atomic
@@ -103,6 +104,7 @@ class Worker:
         self.folder = Path(cfg.report_dir) / "findings" / f"w{wid}"
         self.folder.mkdir(parents=True, exist_ok=True)
         self.current = self.folder / "current.json"
+        self.db = open_database(cfg.db, self.folder)  # once: a Redis lost stays lost for the night
         self.deadline = start + cfg.seconds
         self.budget = cfg.share(wid)
         self.run = Memo(run_example)
@@ -130,9 +132,9 @@ class Worker:
         if self.cfg.baseline is not None and self.incarnation == 0:
             from conformance.night.baseline import load_baseline
 
-            self.replay_baseline(load_baseline(self.cfg.baseline)["mismatches"][self.wid::self.cfg.workers])
+            self.replay_baseline(self.mine(load_baseline(self.cfg.baseline)["mismatches"]))
         # A recycled or restarted incarnation goes on with the sweep where the last one was.
-        sweep = sweep_examples()[self.wid::self.cfg.workers] if self.cfg.sweep else []
+        sweep = self.mine(sweep_examples()) if self.cfg.sweep else []
         round_, swept = 0, self.swept
         while not self.over():
             before = self.run.misses
@@ -146,6 +148,12 @@ class Worker:
             self.beat(force=True)
         self.current.unlink(missing_ok=True)
         self.outbox.put(Exit(self.beat_message(), self.why_over()))
+
+    def mine(self, items: list) -> list:
+        """This worker's share of a list that the night's workers (of every shard) divide."""
+        if self.cfg.shard is not None:
+            items = self.cfg.shard.pick(items)
+        return items[self.wid::self.cfg.workers]
 
     def over(self) -> bool:
         return self.why_over() is not None
@@ -221,19 +229,18 @@ class Worker:
         import hashlib
 
         from hypothesis import HealthCheck, Phase, settings
-        from hypothesis.database import DirectoryBasedExampleDatabase
 
         from conformance.engine import PHASES, examples, search
         from conformance.shrinking import DEFAULT_SHRINK_CALLS, Budget
 
         # Hypothesis's database (--db) is replayed once per worker, in its first round.
         phases = [p for p in PHASES if p != Phase.reuse or (round_ == 0 and self.incarnation == 0)]
-        db = DirectoryBasedExampleDatabase(str(self.cfg.db)) if self.cfg.db else None
-        s = settings(max_examples=self.cfg.chunk, database=db, phases=phases, deadline=None, derandomize=False,
+        s = settings(max_examples=self.cfg.chunk, database=self.db, phases=phases, deadline=None, derandomize=False,
                      report_multiple_bugs=True, print_blob=False, suppress_health_check=list(HealthCheck))
         seed = None
-        if self.cfg.seed is not None:  # one seed per (night, worker, incarnation, round)
-            name = f"{self.cfg.seed}:{self.wid}:{self.incarnation}:{round_}".encode()
+        if self.cfg.seed is not None:  # one seed per (night, shard, worker, incarnation, round)
+            shard = f"{self.cfg.shard}:" if self.cfg.shard else ""
+            name = f"{self.cfg.seed}:{shard}{self.wid}:{self.incarnation}:{round_}".encode()
             seed = int(hashlib.sha256(name).hexdigest()[:16], 16)
         # Counted in runs only (--shrink-calls without --shrink-seconds), a seeded night is the same
         # on any machine; the deadline still ends it, through check().

@@ -95,21 +95,21 @@ def merge_pair(a: dict, b: dict) -> dict:
     return keep
 
 
-def merge(folder: Path) -> list[dict]:
-    """All records under folder, one per signature and known issue (one signature can be two
+def merge(*folders: Path) -> list[dict]:
+    """All records under the folders, one per signature and known issue (one signature can be two
     bugs: every one-op program of the sweep is `@ plain ops`, and sigmoid's, clamp's and a
     broadcast's gradient bugs are all `gradients.value | first call @ plain ops`): the
     smallest program, hits summed. A raw
     record (saved before shrinking, `shrunk: false`) counts only where no shrunk record of
     its class exists: then shrinking never finished, and the raw one is all there is."""
-    records = _merge_all(folder)
+    records = _merge_all(folders)
     classes = {r.get("class") for r in records if r.get("shrunk", True)}
     return [r for r in records if r.get("shrunk", True) or r.get("class") not in classes]
 
 
-def _merge_all(folder: Path) -> list[dict]:
+def _merge_all(folders) -> list[dict]:
     by_bug: dict[tuple[str, str | None], dict] = {}  # (signature, known issue)
-    for path in sorted(folder.glob("**/*.json")):
+    for path in (p for folder in folders for p in sorted(Path(folder).glob("**/*.json"))):
         try:
             rec = json.loads(path.read_text())
         except (OSError, json.JSONDecodeError):
