@@ -25,10 +25,10 @@ ROOT = Path(__file__).resolve().parents[1]
 BOUNDED = ("--seconds", "600", "--shrink-calls", "30", "--workers", "1")
 
 
-def fuzz(*args, sweep=False, timeout=300):
+def fuzz(*args, sweep=False, timeout=300, env=None):
     args = BOUNDED + args + (() if sweep else ("--no-sweep",))
     return subprocess.run([sys.executable, "-m", "conformance", "fuzz", *args], cwd=ROOT, capture_output=True,
-                          text=True, timeout=timeout)
+                          text=True, timeout=timeout, env=env)
 
 
 def summary(folder: Path) -> dict:

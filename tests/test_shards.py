@@ -7,7 +7,6 @@ import os
 import shutil
 import socket
 import subprocess
-import sys
 import time
 from pathlib import Path
 from types import SimpleNamespace
@@ -17,7 +16,7 @@ import pytest
 from conformance.cli import main
 from conformance.night.config import NightConfig, Shard, parse_shard
 from conformance.night.worker import Worker
-from tests.test_night import ROOT, fuzz, summary
+from tests.test_night import fuzz, summary
 
 REDIS = shutil.which("redis-server")
 needs_redis = pytest.mark.skipif(REDIS is None, reason="redis-server is not installed (apt-get install "
@@ -50,15 +49,9 @@ def redis_server(tmp_path):
     proc.wait()
 
 
-def shard_night(folder: Path, shard: str, seed: int, *extra, env=None) -> subprocess.CompletedProcess:
-    args = ["--backend", SPEC, "--max-examples", "30", "--seed", str(seed), "--shard", shard,
-            "--report-dir", str(folder), *extra]
-    if env is None:
-        return fuzz(*args, sweep=True)
-    from tests.test_night import BOUNDED
-
-    return subprocess.run([sys.executable, "-m", "conformance", "fuzz", *BOUNDED, *args], cwd=ROOT,
-                          capture_output=True, text=True, timeout=300, env=env)
+def shard_night(folder: Path, shard: str, seed: int, *extra) -> subprocess.CompletedProcess:
+    return fuzz("--backend", SPEC, "--max-examples", "30", "--seed", str(seed), "--shard", shard,
+                "--report-dir", str(folder), *extra, sweep=True)
 
 
 def test_shards_divide_the_sweep_and_the_baseline_between_them_without_overlap():
@@ -104,11 +97,8 @@ def test_two_shards_on_one_redis_and_a_merge_make_one_report(tmp_path, redis_ser
 def test_a_redis_that_goes_away_mid_night_loses_no_finding(tmp_path, redis_server):
     env = dict(os.environ, CONFORMANCE_TEST_REDIS_PID=str(redis_server.proc.pid))
     folder = tmp_path / "night"
-    proc = subprocess.run([sys.executable, "-m", "conformance", "fuzz", "--seconds", "600", "--shrink-calls", "30",
-                           "--workers", "1", "--no-sweep", "--backend", "tests.fake_backends:kills_redis",
-                           "--max-examples", "40", "--seed", "3", "--db", redis_server.url,
-                           "--report-dir", str(folder)], cwd=ROOT, capture_output=True, text=True, timeout=300,
-                          env=env)
+    proc = fuzz("--backend", "tests.fake_backends:kills_redis", "--max-examples", "40", "--seed", "3",
+                "--db", redis_server.url, "--report-dir", str(folder), env=env)
     assert redis_server.proc.wait(timeout=10) is not None, "the backend killed Redis"
     assert proc.returncode == 1, proc.stdout + proc.stderr
     s = summary(folder)

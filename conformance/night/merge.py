@@ -87,6 +87,7 @@ def merged_extra(parts: list[Part], records: list[dict]) -> dict:
                 for field in ("construct_examples", "unshrunk_hits", "shown_only_behind")}
     lost = [loss | {"shard": p.summary.get("shard")} for p in parts
             for loss in (p.summary.get("database") or {}).get("lost", [])]
+    redis = next((p.summary["database"]["redis"] for p in parts if p.summary.get("database")), None)
     return {
         "workers": [w | {"shard": p.summary.get("shard")} for p in parts for w in p.summary.get("workers", [])],
         "fixed_since_baseline": [s for s in _union(parts, "fixed_since_baseline") if s not in seen and s not in still],
@@ -97,8 +98,7 @@ def merged_extra(parts: list[Part], records: list[dict]) -> dict:
         "merged_from": [{"folder": str(p.folder), "run": p.summary.get("run"), "shard": p.summary.get("shard"),
                          "seed": p.summary.get("seed"), "examples": p.summary.get("examples"),
                          "seconds": p.summary.get("seconds")} for p in parts],
-        **({"database": {"redis": next(p.summary["database"]["redis"] for p in parts if p.summary.get("database")),
-                         "lost": lost}} if any(p.summary.get("database") for p in parts) else {}),
+        **({"database": {"redis": redis, "lost": lost}} if redis else {}),
     }
 
 
