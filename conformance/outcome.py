@@ -86,3 +86,5 @@ class SideOutcome:
     setup_error: ErrorInfo | None = None
     # The backend raised when asked for its cache counters or traces (stage "cache_stats" or "trace_facts").
     introspection_error: ErrorInfo | None = None
+    # What the backend declares may differ from eager (backends.base.Declaration); eager: none.
+    declarations: frozenset = frozenset()

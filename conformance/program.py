@@ -309,11 +309,17 @@ def render(program: Program) -> str:
     """The program as a person would write it: `import torch`, helpers, then `fn` or `Model`."""
     parts = ["import torch"]
     parts += [render_helper(h) for h in program.helpers]
+    parts.append(render_entry(program))
+    return "\n\n\n".join(parts) + "\n"
+
+
+def render_entry(program: Program, name: str | None = None) -> str:
+    """The function `fn` (or the class `Model`) alone, under another name where one is given."""
     params = ", ".join(i.name for i in program.inputs)
     if program.is_module:
         names = [p.name for p in program.parameters]
         init = [
-            "class Model(torch.nn.Module):",
+            f"class {name or 'Model'}(torch.nn.Module):",
             f"{INDENT}def __init__(self, {', '.join(names)}):",
             f"{INDENT * 2}super().__init__()",
         ]
@@ -321,13 +327,11 @@ def render(program: Program) -> str:
         fwd = [f"{INDENT}def forward(self{', ' if params else ''}{params}):"]
         fwd += _render_block(program.body, 2, program.functions)
         fwd.append(_render_return(program.returns, 2))
-        parts.append("\n".join(init + [""] + fwd))
-    else:
-        lines = [f"def fn({params}):"]
-        lines += _render_block(program.body, 1, program.functions)
-        lines.append(_render_return(program.returns, 1))
-        parts.append("\n".join(lines))
-    return "\n\n\n".join(parts) + "\n"
+        return "\n".join(init + [""] + fwd)
+    lines = [f"def {name or 'fn'}({params}):"]
+    lines += _render_block(program.body, 1, program.functions)
+    lines.append(_render_return(program.returns, 1))
+    return "\n".join(lines)
 
 
 def statements_in(block: tuple[Statement, ...]) -> Iterator[Statement]:

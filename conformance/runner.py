@@ -227,7 +227,8 @@ def _introspect(side: SideOutcome, what: str, ask: Callable):
 
 
 def _run(program: Program, backend, schedule: Schedule, source: str | None, timer: Timer | None) -> SideOutcome:
-    side = SideOutcome("eager" if backend is None else backend.name)
+    side = SideOutcome("eager" if backend is None else backend.name,
+                       declarations=frozenset(getattr(backend, "declarations", ())))
     label = "eager" if backend is None else "backend"
     params: list[torch.Tensor] = []
     try:

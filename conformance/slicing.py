@@ -35,11 +35,32 @@ def relevant(program: Program, m: Mismatch) -> Program:
     roots = _roots(program, m)
     if roots is None:
         return program
-    aliases = _aliases(program)
+    aliases = _aliases(program.body)
     needed = set().union(*(aliases.get(r, {r}) for r in roots)) if roots else set()
     body = _slice(program.body, needed, aliases)
     called = {s.value.helper for s in statements_in(body) if isinstance(s, Assign) and isinstance(s.value, HelperCall)}
     return replace(program, body=body, helpers=tuple(h for h in program.helpers if h.name in called))
+
+
+def live(program: Program) -> Program:
+    """`program` without its dead statements: those whose values nothing a user observes reads
+    (returns, inputs and parameters, updated in place through any alias), in the function and
+    in each helper it still calls (there: its result and its parameters). What a backend that
+    declares DEAD_CODE_REMOVED may skip; every grad-mode change stays, as grad mode after the
+    call is observed."""
+    roots = {r for r in program.returns if r.isidentifier()}
+    roots |= {i.name for i in program.inputs} | {f"self.{p.name}" for p in program.parameters}
+    body = _live_block(program.body, roots)
+    called = {s.value.helper for s in statements_in(body) if isinstance(s, Assign) and isinstance(s.value, HelperCall)}
+    helpers = tuple(replace(h, body=_live_block(h.body, {h.result, *h.params})) for h in program.helpers
+                    if h.name in called)
+    return replace(program, body=body, helpers=helpers)
+
+
+def _live_block(block: tuple[Statement, ...], roots: set[str]) -> tuple[Statement, ...]:
+    aliases = _aliases(block)
+    needed = set().union(*(aliases.get(r, {r}) for r in roots))
+    return _slice(block, needed, aliases, keep_modes=True)
 
 
 def _roots(program: Program, m: Mismatch) -> set[str] | None:
@@ -60,7 +81,7 @@ def _roots(program: Program, m: Mismatch) -> set[str] | None:
     return None
 
 
-def _aliases(program: Program) -> dict[str, set[str]]:
+def _aliases(block: tuple[Statement, ...]) -> dict[str, set[str]]:
     """Each name's alias group: names joined by a view, a detach or a helper call."""
     group: dict[str, set[str]] = {}
 
@@ -71,7 +92,7 @@ def _aliases(program: Program) -> dict[str, set[str]]:
             for n in gb:
                 group[n] = ga
 
-    for s in statements_in(program.body):
+    for s in statements_in(block):
         if isinstance(s, Assign):
             v = s.value
             if (isinstance(v, Call) and (v.op in VIEWS or v.op == "detach")) or isinstance(v, HelperCall):
@@ -99,25 +120,31 @@ def _writes(s: Statement) -> str | None:
     return None
 
 
-def _slice(block: tuple[Statement, ...], needed: set[str], aliases: dict[str, set[str]]) -> tuple[Statement, ...]:
+def _slice(block: tuple[Statement, ...], needed: set[str], aliases: dict[str, set[str]],
+           keep_modes: bool = False) -> tuple[Statement, ...]:
     """The statements of `block` that write what `needed` holds (updated in place as the walk
-    goes back), with the regions and branches around them."""
+    goes back), with the regions and branches around them; every plain grad-mode change too
+    where `keep_modes`, else those that something kept follows."""
     kept: list[Statement] = []
     for s in reversed(block):
         if isinstance(s, GradRegion):
-            body = _slice(s.body, needed, aliases)
+            body = _slice(s.body, needed, aliases, keep_modes)
             if body:
                 kept.append(replace(s, body=body))
         elif isinstance(s, IfGradEnabled):
             then_needed, else_needed = set(needed), set(needed)
-            then, orelse = _slice(s.then, then_needed, aliases), _slice(s.orelse, else_needed, aliases)
+            then = _slice(s.then, then_needed, aliases, keep_modes)
+            orelse = _slice(s.orelse, else_needed, aliases, keep_modes)
             if then or orelse:
                 needed |= then_needed | else_needed
                 if s.condition:
                     needed |= aliases.get(s.condition, {s.condition})
-                kept.append(replace(s, then=then or s.then, orelse=orelse or s.orelse))
+                if keep_modes:  # a branch left empty renders as `pass`: nothing it read is kept
+                    kept.append(replace(s, then=then, orelse=orelse))
+                else:
+                    kept.append(replace(s, then=then or s.then, orelse=orelse or s.orelse))
         elif isinstance(s, SetGradMode):
-            if kept:
+            if kept or keep_modes:
                 kept.append(s)
         else:
             target = _writes(s)

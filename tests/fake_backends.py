@@ -103,6 +103,24 @@ class OneOpBug(PerturbsOutputs):
         return super().call(fn, args, compiled) if names == {"torch", "relu"} and nan else fn(*args)
 
 
+class CumsumKeepsGradUnderNoGrad(_Wrapping):
+    """A tagging fault of one op: in a function that calls cumsum, `torch.no_grad()` leaves grad
+    on, so what cumsum makes there stays differentiable (as a compiler that forgot to tag one
+    symbol's outputs). Only a program with cumsum inside a no_grad region shows it."""
+
+    fault = "no_grad ignored in functions that call cumsum"
+
+    def call(self, fn, args, compiled):
+        names = set((fn.__code__ if hasattr(fn, "__code__") else fn.forward.__code__).co_names)
+        if "cumsum" not in names:
+            return fn(*args)
+        with patch.object(torch, "no_grad", torch.enable_grad):
+            return fn(*args)
+
+
+cumsum_keeps_grad_under_no_grad = CumsumKeepsGradUnderNoGrad
+
+
 class PromotesToDouble(_Wrapping):
     """thunder's promotion bug in general: outputs are float64 wherever a float64 input
     requires grad (zero-dim or not), so `u(a) + b` with a 0-d float64 b is float64."""
@@ -286,3 +304,28 @@ class DropsInplaceMethods(_Wrapping):
 
 
 drops_inplace_methods = DropsInplaceMethods
+
+
+class SegfaultsUnderNoGrad(PerturbsOutputs):
+    """Kills its process (a segfault) at a call made with grad disabled, as a compiler crash does."""
+
+    fault = "segfaults under no_grad"
+
+    def call(self, fn, args, compiled):
+        if not torch.is_grad_enabled():
+            import ctypes
+
+            ctypes.string_at(0)
+        return PerturbsOutputs.call(self, fn, args, compiled)
+
+
+segfaults_under_no_grad = SegfaultsUnderNoGrad
+
+
+class RemovesDeadCodeMasksErrors(MasksErrors):
+    """Declares that it may skip dead code, and gets every error of live code wrong."""
+
+    from conformance.backends.base import Declaration
+
+    declarations = frozenset({Declaration.DEAD_CODE_REMOVED})
+removes_dead_code_masks_errors = RemovesDeadCodeMasksErrors

@@ -12,7 +12,7 @@ from __future__ import annotations
 import importlib
 import re
 
-from conformance.backends.base import CACHE_COUNTERS, TRACES, Backend, BackendUnavailable
+from conformance.backends.base import CACHE_COUNTERS, TRACES, Backend, BackendUnavailable, Declaration
 
 BUILTIN = ("eager", "thunder", "thunderfx", "torch.compile")
 _SPEC = re.compile(r"^(?P<name>[A-Za-z_][\w.]*)(\[(?P<opts>[^\]]*)\])?$")
@@ -72,14 +72,14 @@ def _from_factory(spec: str) -> Backend:
     for needed in ("name", "compile"):
         if not hasattr(backend, needed):
             raise BackendUnavailable(f"{spec!r} returned {type(backend).__name__}, which has no {needed!r}")
-    for optional, default in (("capabilities", frozenset()), ("cache_stats", None), ("trace_facts", None),
-                              ("recompile_policy", None), ("versions", None)):
+    for optional, default in (("capabilities", frozenset()), ("declarations", frozenset()), ("cache_stats", None),
+                              ("trace_facts", None), ("recompile_policy", None), ("versions", None)):
         if not hasattr(backend, optional):
-            if optional in ("capabilities", "recompile_policy"):
+            if optional in ("capabilities", "declarations", "recompile_policy"):
                 setattr(backend, optional, default)
             else:
                 setattr(backend, optional, lambda *a, **k: None)
     return backend
 
 
-__all__ = ["get", "Backend", "BackendUnavailable", "BUILTIN", "CACHE_COUNTERS", "TRACES"]
+__all__ = ["get", "Backend", "BackendUnavailable", "Declaration", "BUILTIN", "CACHE_COUNTERS", "TRACES"]

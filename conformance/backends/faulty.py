@@ -19,6 +19,7 @@ class _Wrapping:
     """Eager, with a hook around each call; counts a compilation per distinct cache key."""
 
     capabilities: frozenset[str] = frozenset({CACHE_COUNTERS})
+    declarations: frozenset = frozenset()  # held to eager in everything
     recompile_policy = "per key"
     fault = ""
 

@@ -28,6 +28,7 @@ def _import_thunder():
 
 class ThunderBackend:
     capabilities = frozenset({CACHE_COUNTERS, TRACES})
+    declarations: frozenset = frozenset()  # held to eager in everything
 
     def __init__(self, cache: str = "constant values", executors: tuple[str, ...] | None = None):
         if cache not in CACHE_OPTIONS:

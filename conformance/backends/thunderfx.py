@@ -20,6 +20,7 @@ from conformance.backends.thunder import _import_thunder
 class ThunderFXBackend:
     name = "thunderfx"
     capabilities: frozenset[str] = frozenset()
+    declarations: frozenset = frozenset()  # held to eager in everything
     recompile_policy = None
 
     def __init__(self):

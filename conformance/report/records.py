@@ -38,6 +38,7 @@ def record_of(finding, backend, *, examples: int | None = None, seconds: float |
         "schedule": serialize.encode(r.schedule),
         "backend": backend.name,
         "backend_spec": getattr(backend, "spec", backend.name),
+        "declarations": sorted(d.name for d in getattr(backend, "declarations", ())),
         "versions": _versions(backend),
         "hits": 1,
         "found_after_examples": examples,

@@ -5,9 +5,10 @@ from __future__ import annotations
 import jinja2
 import torch
 
-from conformance import grad_mode, runner, serialize, text
+from conformance import grad_mode, runner, serialize, slicing, text
+from conformance.backends.base import Declaration
 from conformance.oracles.recompiles import expected_compilations
-from conformance.program import Program
+from conformance.program import Program, render_entry
 
 _ENV = jinja2.Environment(
     loader=jinja2.PackageLoader("conformance.report", "templates"),
@@ -25,6 +26,8 @@ def _literal(t) -> tuple:
 def _backend_code(record: dict) -> tuple[str, str, str | None]:
     """(import line, compile expression, compile-count expression) for the record's backend."""
     spec: str = record.get("backend_spec") or record["backend"]
+    if spec == "thunderfx":
+        return "from thunder.dynamo import thunderfx", "thunderfx(fn)", None
     if spec.startswith("thunder"):
         opts = []
         if "cache=" in spec:
@@ -95,7 +98,11 @@ def render_repro(record: dict) -> str:
         return UNRECOVERED.format(summary=text.comment(record["summary"]))
     program: Program = serialize.decode(record["program"])
     schedule = serialize.decode(record["schedule"])
-    eager, cotangents = eager_cotangents(program, schedule)
+    declared = set(record.get("declarations") or ())
+    # The same rules as the oracles': eager's reference is the live program where the backend
+    # may remove dead code (check.run_example), and a backward error may come from its call.
+    live = slicing.live(program) if Declaration.DEAD_CODE_REMOVED.name in declared else program
+    eager, cotangents = eager_cotangents(live, schedule)
     calls = [(spec.ambient, [_literal(t) for t in runner.make_inputs(program, spec)],
               [None if c is None else _literal(c) for c in cots])
              for spec, cots in zip(schedule, cotangents)]
@@ -107,9 +114,16 @@ def render_repro(record: dict) -> str:
         expected = expected_compilations("every call" if "no caching" in record["backend"] else "per key", keys)
     names = [i.name for i in program.inputs] + [f"self.{p.name}" for p in program.parameters]
     source = record["source"].removeprefix("import torch\n").strip("\n")
+    reference = f"{program.entry_point}_reference" if live != program else program.entry_point
+    if live != program:
+        why = "Eager's reference: the program without what nothing reads (the backend declares it may remove dead code)."
+        source += "\n\n\n" + text.comment(why) + "\n" + render_entry(live, reference)
     return _ENV.get_template("repro.py.j2").render(
         header=_header(record), backend_import=imp, backend_compile=comp, program=source,
         calls=_pretty(calls), parameters=_pretty(params) if params else "", entry=program.entry_point,
+        reference=reference, backward_errors_at_call=Declaration.BACKWARD_ERRORS_AT_CALL.name in declared,
+        # A run that killed or hung its worker: the backend's calls run in a child process first.
+        isolate=record["oracle"] in ("crash", "hang"),
         names=repr(names), expected_compilations=expected, count_compilations=count,
         # White-box: only where the mismatch is in thunder's traces, so other repros stay plain.
         thunder_traces=record["oracle"] == "traces" and imp == "import thunder",
