@@ -179,6 +179,14 @@ def sets_grad_mode_in_a_forward(program: Program, ambient: str | None = None) ->
     return any(h.is_function and any(isinstance(s, SetGradMode) for s in h.body) for h in program.helpers)
 
 
+def updates_a_zero_dim_double_input(program: Program, ambient: str | None = None) -> bool:
+    """Whether the function updates in place a 0-d float64 input or parameter (torch.compile
+    drops such an update)."""
+    names = {t.name for t in program.inputs if t.shape == () and t.dtype == "float64"}
+    names |= {f"self.{t.name}" for t in program.parameters if t.shape == () and t.dtype == "float64"}
+    return any(isinstance(s, InPlace) and s.target in names for s in statements_in(program.body))
+
+
 # The facts known_issues.toml may name (`needs`), by the name it uses: fact(program, ambient).
 FACTS = {"an update while grad is off": updates_while_grad_off,
          "an update while grad is on": updates_while_grad_on,
@@ -192,4 +200,5 @@ FACTS = {"an update while grad is off": updates_while_grad_off,
          "an empty torch.arange": makes_an_empty_arange,
          "a Function that returns its input": a_function_returns_its_input,
          "a Function given one tensor twice": gives_a_function_one_tensor_twice,
-         "a plain grad-mode call in a Function's forward": sets_grad_mode_in_a_forward}
+         "a plain grad-mode call in a Function's forward": sets_grad_mode_in_a_forward,
+         "an update of a 0-d float64 input": updates_a_zero_dim_double_input}

@@ -8,10 +8,11 @@ from conformance.program import render_body
 
 HEADER = """# What gradmode-conformance found
 
-Every known issue of the reference stack (torch 2.9.1, lightning-thunder 0.2.6), generated from
-`conformance/known_issues.toml` by `python -m conformance findings`: do not edit by hand. Each
-minimal program still reproduces on thunder main of 2026-01-29; `pytest conformance
--k known_issues` re-runs them all and fails on one that no longer reproduces.
+Every known issue of the reference stack (torch 2.9.1, lightning-thunder 0.2.6), by backend,
+generated from `conformance/known_issues.toml` by `python -m conformance findings`: do not edit
+by hand. Each of thunder's minimal programs still reproduces on thunder main of 2026-01-29;
+`pytest conformance -k known_issues --backend B` re-runs those of backend B and fails on one
+that no longer reproduces.
 """
 
 
@@ -19,10 +20,15 @@ def findings_markdown(issues) -> str:
     by_oracle: dict[str, list] = {}
     for issue in issues:
         by_oracle.setdefault(issue.oracle, []).append(issue)
-    lines = [HEADER, f"{len(issues)} issues.", "", "| issue | oracle | what happens |", "|---|---|---|"]
+    counts = {}
+    for issue in issues:
+        for b in issue.backends:
+            counts[b] = counts.get(b, 0) + 1
+    lines = [HEADER, f"{len(issues)} issues: " + ", ".join(f"{n} of {b}" for b, n in sorted(counts.items())) + ".", "",
+             "| issue | backend | oracle | what happens |", "|---|---|---|---|"]
     for oracle, group in sorted(by_oracle.items()):
         for i in group:
-            lines.append(f"| [{i.id}](#{i.id}) | {oracle} | {_cell(i.title)} |")
+            lines.append(f"| [{i.id}](#{i.id}) | {', '.join(i.backends)} | {oracle} | {_cell(i.title)} |")
     for oracle, group in sorted(by_oracle.items()):
         lines += ["", f"## {oracle}"]
         for i in group:
