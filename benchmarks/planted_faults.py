@@ -158,6 +158,50 @@ class CacheChecksGradOnly(_Mutant):
         return _setattr(thunder, "_get_cache_info", get_cache_info)
 
 
+class OnlyFirstOutputTagged(_Mutant):
+    """Symbols called with grad off tag only their first output: the second value of var_mean,
+    of max with a dim, of sort or of a split stays differentiable. (Written after the sweep's
+    grad-mode boundary motif, to measure it on a fault it was not written for.)"""
+
+    part = "only the first output tagged"
+
+    def patched(self):
+        import thunder.core.symbol as symbol
+
+        original = symbol.tree_map
+
+        def tree_map(fn, tree, *rest):
+            if fn.__name__ == "tag_tensorproxy_output_as_detached" and isinstance(tree, (tuple, list)) and len(tree) > 1:
+                return type(tree)([original(fn, tree[0], *rest), *tree[1:]])
+            return original(fn, tree, *rest)
+
+        return _setattr(symbol, "tree_map", tree_map)
+
+
+class DoublesNotTagged(_Mutant):
+    """Symbols called with grad off tag their float32 outputs but not their float64 ones. (Written
+    after the sweep's grad-mode boundary motif, as the fault above.)"""
+
+    part = "float64 outputs under no_grad not tagged"
+
+    def patched(self):
+        import thunder.core.symbol as symbol
+        from thunder.core import dtypes
+
+        original = symbol.tree_map
+
+        def tree_map(fn, tree, *rest):
+            if fn.__name__ == "tag_tensorproxy_output_as_detached":
+                def tag(x):
+                    return x if getattr(x, "dtype", None) == dtypes.float64 else fn(x)
+
+                tag.__name__ = fn.__name__
+                return original(tag, tree, *rest)
+            return original(fn, tree, *rest)
+
+        return _setattr(symbol, "tree_map", tree_map)
+
+
 marker_never_reenables = MarkerNeverReenables
 write_back_skipped = WriteBackSkipped
 vjp_reads_input_tags = VjpReadsInputTags
@@ -165,5 +209,8 @@ ambient_read_as_on = AmbientReadAsOn
 views_not_tagged = ViewsNotTagged
 cache_checks_grad_only = CacheChecksGradOnly
 reductions_not_tagged = ReductionsNotTagged
+only_first_output_tagged = OnlyFirstOutputTagged
+doubles_not_tagged = DoublesNotTagged
 FAULTS = ("marker_never_reenables", "write_back_skipped", "vjp_reads_input_tags", "ambient_read_as_on",
-          "views_not_tagged", "cache_checks_grad_only", "reductions_not_tagged")
+          "views_not_tagged", "cache_checks_grad_only", "reductions_not_tagged", "only_first_output_tagged",
+          "doubles_not_tagged")

@@ -397,3 +397,39 @@ def test_a_silent_worker_whose_memory_grows_is_not_stuck_until_it_stops_growing(
     assert sup.misbehaving(slot)[0].aspect == S.STUCK[1]  # 1500 again: stuck
     slot.growth = (0.0, 0)
     assert sup.misbehaving(slot)[0].aspect == S.OUT_OF_MEMORY[1]  # 2100: past twice the limit
+
+
+def test_a_sweep_program_of_a_settled_class_that_no_known_issue_explains_is_recorded_once(tmp_path):
+    # A class settled by a known issue's repros (here one made up) hides no new bug of the same
+    # symptom: a sweep program that shows the class and is no known issue is recorded, once.
+    # Planted fault: once a record of the class without a known issue exists, the next is a hit.
+    import queue
+    import threading
+
+    from conformance.check import run_example
+    from conformance.generators.schedules import CallSpec
+    from conformance.night.config import NightConfig
+    from conformance.night.messages import Shrunk
+    from conformance.night.worker import Worker
+    from conformance.oracles.mismatch import class_key
+    from conformance.program import Assign, Call, Program, TensorInput
+
+    spec = "conformance.backends.faulty:perturbs_outputs"
+    cfg = NightConfig(backend=spec, seconds=600, report_dir=tmp_path, shrink_seconds=None, shrink_calls=30)
+    worker = Worker(cfg, 0, 0, queue.Queue(), queue.Queue(), threading.Event(), time.time(), [])
+    programs = [(Program((TensorInput("a", (2,)),), (Assign("t0", Call(op, ("a",))),), ("t0",)), (CallSpec(),))
+                for op in ("sin", "cos")]
+    key = class_key(run_example(programs[0][0], worker.backend, programs[0][1]).mismatches[0])
+    worker.settled.learn(Shrunk(1, key, "sig", "some-known-issue", 2))
+    assert worker.is_settled(key)
+    worker.sweep(programs[:1])
+    (record,) = [json.loads(p.read_text()) for p in worker.folder.glob("*.w.json")]
+    assert record["known"] is None and "sin" in record["source"], record
+    worker.settled.learn(Shrunk(0, key, record["signature"], None, record["statements"]))
+    worker.sweep(programs[1:])
+    (again,) = [json.loads(p.read_text()) for p in worker.folder.glob("*.w.json")]
+    assert "sin" in again["source"]  # cos: a hit of a class that has its record, not a record
+    hits = []
+    while not worker.outbox.empty():
+        hits.append(worker.outbox.get())
+    assert [type(h).__name__ for h in hits if getattr(h, "bug", None) == key][-1:] == ["Hit"], hits

@@ -6,7 +6,9 @@ from conformance import engine
 from conformance.backends import get
 from conformance.check import run_example
 from conformance.generators.schedules import SINGLE_CALL
-from conformance.generators.sweep import promotion_programs, single_op_programs, sweep_examples, view_update_programs
+from conformance.generators.sweep import (boundary_programs, promotion_programs, single_op_programs, sweep_examples,
+                                          view_update_programs)
+from conformance.ops import BINARY, UNARY
 from conformance.program import Assign, Call, render_body
 
 
@@ -51,12 +53,24 @@ def test_the_motifs_hold_the_programs_of_two_issues_random_programs_seldom_make(
     assert not has(view_update, "t0 = a * 2\nt1 = t0.expand", ((), "float32"), ((), "float32"))
 
 
-def _showing(fake: str, aspect: str, programs) -> list:
-    """The programs whose run through a fake backend of tests/fake_backends.py shows an
-    outputs mismatch of this aspect."""
+def _showing(fake: str, aspect: str, programs, oracle: str = "outputs") -> list:
+    """The programs whose run through a fake backend of tests/fake_backends.py shows a
+    mismatch of this oracle and aspect."""
     bug = get(f"tests.fake_backends:{fake}")
-    return [p for p in programs if any(m.oracle == "outputs" and m.aspect == aspect
+    return [p for p in programs if any(m.oracle == oracle and m.aspect == aspect
                                        for m in run_example(p, bug, SINGLE_CALL).mismatches)]
+
+
+def test_the_boundary_motif_puts_every_op_in_a_region_and_shows_a_tagging_fault_of_one():
+    programs = boundary_programs()
+    assert len(set(programs)) == len(programs)
+    assert {p.body[0].body[0].value.op for p in programs} == {op for op, _ in UNARY + BINARY}
+    assert sweep_examples()[: len(programs)] == [(p, SINGLE_CALL) for p in programs]  # the sweep's first
+    # A backend whose no_grad keeps grad on for cumsum alone: the motif's cumsum program shows
+    # it (t1 requires grad); no one-op program can, as none has a region (the planted fault).
+    found = _showing("cumsum_keeps_grad_under_no_grad", "requires_grad", programs, "flags")
+    assert [render_body(p).splitlines()[1].strip() for p in found] == ["t0 = a.cumsum(0)"], found
+    assert not _showing("cumsum_keeps_grad_under_no_grad", "requires_grad", single_op_programs(), "flags")
 
 
 def test_the_promotion_motif_shows_a_promotion_bug_the_one_op_programs_do_not():

@@ -1,5 +1,5 @@
-"""Every one-op program over a small domain of shapes and values, and every program of two
-small motifs: the nightly job runs them all before it draws random programs.
+"""Every one-op program over a small domain of shapes and values, and every program of three
+small motifs: the nightly job runs them beside its random programs, half its runs each.
 
 Some bugs need one op on one shape or one value, and nothing else: a size-1 vector times a
 matrix (`a @ b`, a: [1], b: [1, 3]), a slice of a tensor with a size-0 dim, relu of a NaN
@@ -14,6 +14,12 @@ backward (where a decomposition can differ from eager) and the gradients are com
 
 The motifs are two-op and three-op shapes of program where a compiler's own rules, not an
 op's, decide the result; each is enumerated over what varies in it:
+- grad-mode boundary: `with torch.no_grad(): t0 = u(a)`, then `t1 = t0 * 2` returned, for every
+  op u. A compiler decides per symbol what grad mode made (thunder tags the outputs of each
+  symbol called while grad is off, and its VJP treats tagged values as constants), so a
+  regression of that rule can hold for some ops only (views, reductions...): t1 then requires
+  grad. Random programs put a given op in a region, and its value across it, seldom; this motif
+  runs first in the sweep, so that such a fault shows in a night's first seconds.
 - promotion: `t1 = u(a) + b`, an op on a bool, int64 or float32 tensor, then a 0-d float64
   tensor that requires grad. Zero-dim tensors do not decide the result's dtype (PyTorch's
   type promotion docs), and thunder got it wrong for `torch.sin` of an int (6 of nights
@@ -28,7 +34,7 @@ from __future__ import annotations
 
 from conformance.generators.schedules import SINGLE_CALL, Schedule
 from conformance.ops import BINARY, FAMILIES, INPLACE, UNARY, Meta, infer, inplace_applies
-from conformance.program import Assign, Call, InPlace, Program, TensorInput
+from conformance.program import Assign, Call, GradRegion, InPlace, Program, TensorInput
 
 # Shapes that have met thunder's op bugs: 0-d, empty, size 1, a broadcasting 1, batched.
 SHAPES = ((), (0,), (1,), (3,), (1, 3), (3, 0), (3, 1), (2, 1, 3), (2, 0, 3))
@@ -84,6 +90,27 @@ def promotion_programs() -> list[Program]:
     return programs
 
 
+# The boundary motif's input shapes, the first one an op takes (a transpose needs two dims).
+BOUNDARY_SHAPES = ((2, 3), (3,))
+
+
+def boundary_programs() -> list[Program]:
+    """`with torch.no_grad(): t0 = u(a)` (or `u(a, b)`), then `t1 = t0 * 2` returned, for every
+    op u; a and b require grad, so t1 must not."""
+    programs = []
+    for op, arity in [(op, 1) for op, _ in UNARY] + [(op, 2) for op, _ in BINARY]:
+        for shape in BOUNDARY_SHAPES:
+            inputs = tuple(_input(n, shape) for n in "ab"[:arity])
+            made = infer(op, tuple(Meta.of(i) for i in inputs))
+            if made is None or infer("mul_scalar", (made,)) is None:
+                continue
+            body = (GradRegion("no_grad", (Assign("t0", Call(op, tuple(i.name for i in inputs))),)),
+                    Assign("t1", Call("mul_scalar", ("t0",))))
+            programs.append(Program(inputs, body, ("t1",)))
+            break
+    return programs
+
+
 def view_update_programs() -> list[Program]:
     """`t0 = a * 2`, `t1 = v(t0)`, `t1.m_(b)` for every view op v, shape of a and in-place
     method m, b 0-d (it broadcasts to any view): then `torch.sin(t1)` returned (an op reads
@@ -104,10 +131,12 @@ def view_update_programs() -> list[Program]:
     return programs
 
 
-# The sweep's parts, by name: each program is called once under grad.
-SWEEPS = {"one op": single_op_programs, "promotion": promotion_programs, "view update": view_update_programs}
+# The sweep's parts, by name, in the order they run: each program is called once under grad.
+SWEEPS = {"grad-mode boundary": boundary_programs, "one op": single_op_programs, "promotion": promotion_programs,
+          "view update": view_update_programs}
 
 
 def sweep_examples() -> list[tuple[Program, Schedule]]:
-    """The whole sweep, one-op programs first (the cheaper), then the motifs."""
+    """The whole sweep: the grad-mode boundary first (a few dozen programs), then the one-op
+    programs (the cheaper), then the other motifs."""
     return [(p, SINGLE_CALL) for part in SWEEPS.values() for p in part()]

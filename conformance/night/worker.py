@@ -423,7 +423,9 @@ class Worker:
 
     def sweep(self, programs) -> None:
         """Small programs, recorded as they are: each has one to four statements. A class is
-        recorded again where its program is another known issue (one symptom can be two bugs)."""
+        recorded again where its program is another known issue, or none where the class's
+        records are all known ones (one symptom can be two bugs: a new bug with a known bug's
+        symptom is new), once per class and known issue."""
         from conformance.engine import finding_of
         from conformance.oracles.mismatch import class_key
 
@@ -437,7 +439,7 @@ class Worker:
             key = class_key(result.mismatches[0])
             finding = finding_of(result, self.backend.name, self.issues)
             known = finding.known.id if finding.known else None
-            if self.settled.has(key, known) or (self.is_settled(key) and known is None):
+            if self.settled.has(key, known):
                 self.outbox.put(Hit(self.wid, key))
                 continue
             self.first_seen.setdefault(key, (self.run.misses, self.seconds()))
