@@ -5,8 +5,10 @@ Runs the fuzz job per backend, then reads each cell off what it found:
 - unsupported: every such signature is the backend raising where eager does not;
 - agree: examples used the construct and no signature's shrunk program needs it;
 - not run: no example used the construct (or the backend could not be loaded).
-A signature is attributed to the constructs its *shrunk* program still uses: shrinking
-removes what the mismatch does not need. Plain ops are the row for programs using none.
+A signature is attributed to the constructs its shrunk program *needs*: those that no edit of
+the reducer can remove while the backend still shows the same class of mismatch
+(`needed_constructs`; shrinking leaves some constructs the mismatch does not need, where its
+budget ran out). Plain ops are the row for programs that need none.
 """
 
 from __future__ import annotations
@@ -39,48 +41,66 @@ ROWS = [
 ]
 
 
-def _used(signature: str) -> list[str]:
-    """The constructs named after ' @ ' in a signature; exceptions and traces name none."""
-    return signature.split(" @ ", 1)[1].split() if " @ " in signature else []
+def needed_constructs(m: dict, backend) -> frozenset[str]:
+    """The constructs of a recorded mismatch's program that it needs: each one some edit of the
+    reducer removes while `backend` still shows the record's class is left out."""
+    from conformance import serialize
+    from conformance.check import run_example
+    from conformance.oracles.mismatch import class_key
+    from conformance.program import constructs
+    from conformance.reduction import candidates, well_scoped
+
+    if not m.get("program"):
+        return frozenset()
+    program, schedule = serialize.decode(m["program"]), serialize.decode(m["schedule"])
+    needed = set(constructs(program))
+    if backend is None or not m.get("class"):
+        return frozenset(needed)
+    for candidate, calls in candidates(program, schedule):
+        lost = needed - constructs(candidate)
+        if lost and well_scoped(candidate):
+            shown = run_example(candidate, backend, calls).mismatches
+            if any(str(class_key(x)) == m["class"] for x in shown):
+                needed -= lost
+    return frozenset(needed)
 
 
-def cells(summary: dict | None) -> dict[str, tuple[str, list[dict]]]:
+def cells(summary: dict | None, needs: dict[str, frozenset[str]] | None = None) -> dict[str, tuple[str, list[dict]]]:
+    """Each row's cell; `needs` gives each signature's needed constructs (by default, all its
+    shrunk program has)."""
     out = {}
+    if summary is not None and needs is None:
+        needs = {m["signature"]: needed_constructs(m, None) for m in summary["mismatches"]}
     for label, pred in ROWS:
         if summary is None:
             out[label] = ("not run", [])
             continue
         seen = sum(n for c, n in summary.get("construct_examples", {}).items() if pred(c))
-        hits = [m for m in summary["mismatches"]
-                if any(pred(c) for c in (_used(m["signature"]) or (["plain ops"] if " @ plain ops" in m["signature"] else [])))
-                or (m["oracle"] in ("exceptions",) and _program_uses(m, pred))]
+        hits = [m for m in summary["mismatches"] if any(pred(c) for c in (needs[m["signature"]] or {"plain ops"}))]
         if hits:
-            unsupported = all(m["signature"].startswith("exceptions.backend raised") for m in hits)
+            unsupported = all(m["oracle"] == "exceptions" and m.get("aspect", "").startswith("backend raised")
+                              for m in hits)
             out[label] = ("unsupported" if unsupported else "mismatch", hits)
         else:
             out[label] = ("agree" if seen else "not run", [])
     return out
 
 
-def _program_uses(m: dict, pred) -> bool:
-    from conformance import serialize
-    from conformance.program import constructs
-
-    if not m.get("program"):
-        return False
-    used = constructs(serialize.decode(m["program"])) or {"plain ops"}
-    return any(pred(c) for c in used)
-
-
-def write_matrix(summaries: dict[str, dict | None], report_dirs: dict[str, Path], docs: Path) -> Path:
+def write_matrix(summaries: dict[str, dict | None], report_dirs: dict[str, Path], docs: Path,
+                 backends: dict | None = None) -> Path:
+    """docs/matrix.md; `backends` (spec: backend) lets each signature's needed constructs be
+    measured, else a signature counts for every construct of its shrunk program."""
     docs.mkdir(parents=True, exist_ok=True)
     links = docs / "matrix"
     shutil.rmtree(links, ignore_errors=True)
-    table = {b: cells(s) for b, s in summaries.items()}
+    backends_of = backends or {}
+    table = {b: cells(s, s and {m["signature"]: needed_constructs(m, backends_of.get(b)) for m in s["mismatches"]})
+             for b, s in summaries.items()}
     backends = list(summaries)
     lines = ["# Conformance matrix", "",
              "Constructs (rows) against backends (columns), from `python -m conformance matrix`. "
-             "A cell links to the repro of each signature whose shrunk program uses the construct; "
+             "A cell links to the repro of each signature whose shrunk program needs the construct "
+             "(no edit that removes it keeps the mismatch); "
              "known issues are in `conformance/known_issues.toml`.", ""]
     for b in backends:
         s = summaries[b]
@@ -121,21 +141,22 @@ def run_matrix(backends: list[str], seconds: float, workers: int, seed: int | No
 
     summaries: dict[str, dict | None] = {}
     dirs: dict[str, Path] = {}
+    loaded: dict = {}
     use = use or {}
     for spec in backends:
+        try:
+            loaded[spec] = get(spec)
+        except BackendUnavailable as exc:
+            print(f"{spec}: not run ({exc})")
+            summaries[spec] = None
+            continue
         if spec in use:
             dirs[spec] = use[spec]
             summaries[spec] = json.loads((use[spec] / "summary.json").read_text())
             continue
         folder = report_root / spec.replace("[", "_").replace("]", "").replace("=", "-").replace(" ", "-")
         dirs[spec] = folder
-        try:
-            get(spec)
-        except BackendUnavailable as exc:
-            print(f"{spec}: not run ({exc})")
-            summaries[spec] = None
-            continue
         run_night(NightConfig(backend=spec, seconds=seconds, workers=workers, seed=seed, report_dir=folder,
                             command=f"python -m conformance matrix --seconds {seconds:g}"))
         summaries[spec] = json.loads((folder / "summary.json").read_text())
-    return write_matrix(summaries, dirs, docs)
+    return write_matrix(summaries, dirs, docs, loaded)

@@ -1,6 +1,8 @@
 """The conformance matrix reads each cell off a summary: mismatch, unsupported, agree, not run."""
 
-from conformance.matrix import cells, write_matrix
+from conformance.matrix import cells, needed_constructs, write_matrix
+from conformance.program import (Assign, Call, GradRegion, Program, RequiresGrad, SetGradMode, TensorInput,
+                                 constructs)
 
 
 def summary(mismatches, seen):
@@ -8,37 +10,58 @@ def summary(mismatches, seen):
             "versions": {"torch": "x"}}
 
 
-def mm(sig, repro="a/repro.py"):
-    return {"signature": sig, "oracle": sig.split(".")[0], "repro": repro, "program": None}
+def mm(program, aspect="value", oracle="outputs", repro="a/repro.py"):
+    from conformance import serialize
+    from conformance.generators.schedules import CallSpec
+
+    return {"signature": f"{oracle}.{aspect} | {id(program)}", "oracle": oracle, "aspect": aspect, "repro": repro,
+            "program": serialize.encode(program), "schedule": serialize.encode((CallSpec(),)), "class": None}
+
+
+A = TensorInput("a", (2,), requires_grad=True)
+DETACH = Program((A,), (Assign("t0", Call("detach", ("a",))),), ("t0",))
+REQUIRES_GRAD = Program((TensorInput("a", (1,)),), (RequiresGrad("a"), Assign("t0", Call("sin", ("a",)))), ("t0",))
 
 
 def test_cells():
-    s = summary([mm("flags.requires_grad | eager False, backend True | first call @ detach"),
-                 mm("exceptions.backend raised during call | no exception / AttributeError during call: x")],
-                {"detach": 3, "no_grad": 5, "plain ops": 2})
+    s = summary([mm(DETACH, "requires_grad", "flags"), mm(REQUIRES_GRAD, "backend raised during call", "exceptions")],
+                {"detach": 3, "no_grad": 5, "plain ops": 2, "requires_grad_": 4})
     c = cells(s)
     assert c[".detach()"][0] == "mismatch"
+    assert c[".requires_grad_()"][0] == "unsupported"  # the backend raised, and eager did not
     assert c["with torch.no_grad()"][0] == "agree"
     assert c["with torch.inference_mode()"][0] == "not run"
     assert cells(None)["plain ops"][0] == "not run"
 
 
-def test_exception_signatures_use_the_program(tmp_path):
+def test_a_construct_counts_only_where_the_mismatch_needs_it():
     from conformance import serialize
-    from conformance.program import Assign, Call, Program, RequiresGrad, TensorInput
+    from conformance.backends import get
+    from conformance.check import run_example
+    from conformance.generators.schedules import CallSpec
+    from conformance.oracles.mismatch import class_key
 
-    p = Program((TensorInput("a", (1,)),), (RequiresGrad("a"), Assign("t0", Call("sin", ("a",)))), ("t0",))
-    m = mm("exceptions.backend raised during call | no exception / AttributeError during call: x")
-    m["program"] = serialize.encode(p)
-    c = cells(summary([m], {"requires_grad_": 4}))
-    assert c[".requires_grad_()"][0] == "unsupported"
+    # The fault perturbs outputs whatever the program does: the region around a statement that
+    # nothing returns is not needed. Planted fault: a backend that forgets a plain grad-mode
+    # call needs the call, which stays.
+    region = Program((A,), (GradRegion("no_grad", (Assign("t1", Call("cos", ("a",))),)),
+                            Assign("t0", Call("sin", ("a",)))), ("t0",))
+    plain = Program((A,), (SetGradMode("torch.set_grad_enabled", False), Assign("t0", Call("sin", ("a",)))), ("t0",))
+    for program, spec, needed in [(region, "perturbs_outputs", frozenset()),
+                                  (plain, "forgets_grad_mode_change", {"torch.set_grad_enabled(False)"})]:
+        backend = get(f"conformance.backends.faulty:{spec}")
+        m = mm(program)
+        m["class"] = str(class_key(run_example(program, backend, (CallSpec(),)).mismatches[0]))
+        assert needed_constructs(m, backend) == needed, spec
+        assert needed_constructs(m, None) == constructs(program)  # not measured: all it has
+        assert serialize.decode(m["program"]) == program
 
 
 def test_write_matrix_links_each_mismatch_to_a_checked_in_repro(tmp_path):
     run = tmp_path / "run"
     (run / "a").mkdir(parents=True)
     (run / "a" / "repro.py").write_text("print('repro')\n")
-    s = summary([mm("flags.requires_grad | eager False, backend True | first call @ detach")], {"detach": 1})
+    s = summary([mm(DETACH, "requires_grad", "flags")], {"detach": 1})
     path = write_matrix({"thunder": s, "other": None}, {"thunder": run, "other": run}, tmp_path / "docs")
     text = path.read_text()
     assert "| .detach() | mismatch [1](matrix/thunder/a.py" in text and "| not run |" in text

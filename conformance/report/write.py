@@ -60,6 +60,7 @@ def write_signature(folder: Path, record: dict) -> dict:
         "signature": record["signature"],
         "class": record.get("class"),  # the bug's class: what a later night matches its programs by
         "oracle": record["oracle"],
+        "aspect": record.get("aspect"),
         "known": record["known"] is not None,
         "known_issue": record["known"],
         "status": record.get("status") or ("known" if record["known"] else "new"),
