@@ -7,7 +7,7 @@ in a closure: two equal Programs render to the same source and behave the same.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Iterator, Union
 
 from conformance.ops import INPLACE_UNARY, OPS
@@ -356,6 +356,13 @@ def reads(block: tuple[Statement, ...]) -> Iterator[str]:
             yield s.target
         elif isinstance(s, IfGradEnabled) and s.condition:
             yield s.condition
+
+
+def without_uncalled_helpers(program: Program) -> Program:
+    """`program` without the helpers its function no longer calls."""
+    called = {s.value.helper for s in statements_in(program.body)
+              if isinstance(s, Assign) and isinstance(s.value, HelperCall)}
+    return replace(program, helpers=tuple(h for h in program.helpers if h.name in called))
 
 
 def count_statements(program: Program) -> int:

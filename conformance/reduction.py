@@ -40,6 +40,7 @@ from conformance.program import (
     count_statements,
     reads,
     statements_in,
+    without_uncalled_helpers,
 )
 
 Example = tuple[Program, Schedule]
@@ -131,10 +132,10 @@ def candidates(program: Program, schedule: Schedule) -> Iterator[Example]:
         if len(program.returns) > 1:
             yield replace(program, returns=program.returns[:i] + program.returns[i + 1:]), schedule
     for body in _block_edits(program.body):
-        yield _prune_helpers(replace(program, body=body)), schedule
+        yield without_uncalled_helpers(replace(program, body=body)), schedule
     helpers = {h.name: h for h in program.helpers}
     for body in _inlined(program.body, helpers):
-        yield _prune_helpers(replace(program, body=body)), schedule
+        yield without_uncalled_helpers(replace(program, body=body)), schedule
     for k, h in enumerate(program.helpers):
         for body in _block_edits(h.body):
             yield _with_helper(program, k, replace(h, body=body)), schedule
@@ -266,12 +267,6 @@ def _without(flags: tuple, i: int) -> tuple:
 
 def _with_helper(program: Program, k: int, helper: Helper) -> Program:
     return replace(program, helpers=program.helpers[:k] + (helper,) + program.helpers[k + 1:])
-
-
-def _prune_helpers(program: Program) -> Program:
-    called = {s.value.helper for s in statements_in(program.body)
-              if isinstance(s, Assign) and isinstance(s.value, HelperCall)}
-    return replace(program, helpers=tuple(h for h in program.helpers if h.name in called))
 
 
 # ------------------------------------------------------------------------- scoping

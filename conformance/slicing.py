@@ -23,7 +23,7 @@ from dataclasses import replace
 from conformance.ops import VIEWS
 from conformance.oracles.mismatch import Mismatch
 from conformance.program import (Assign, Call, GradRegion, HelperCall, IfGradEnabled, InPlace, Program, Read,
-                                 RequiresGrad, SetGradMode, Statement, statements_in)
+                                 RequiresGrad, SetGradMode, Statement, statements_in, without_uncalled_helpers)
 
 # What the slice of each oracle starts from: the differing leaf, or every return.
 _LEAF_ORACLES = ("flags", "outputs")
@@ -37,9 +37,7 @@ def relevant(program: Program, m: Mismatch) -> Program:
         return program
     aliases = _aliases(program.body)
     needed = set().union(*(aliases.get(r, {r}) for r in roots)) if roots else set()
-    body = _slice(program.body, needed, aliases)
-    called = {s.value.helper for s in statements_in(body) if isinstance(s, Assign) and isinstance(s.value, HelperCall)}
-    return replace(program, body=body, helpers=tuple(h for h in program.helpers if h.name in called))
+    return without_uncalled_helpers(replace(program, body=_slice(program.body, needed, aliases)))
 
 
 def live(program: Program) -> Program:
@@ -50,11 +48,9 @@ def live(program: Program) -> Program:
     call is observed."""
     roots = {r for r in program.returns if r.isidentifier()}
     roots |= {i.name for i in program.inputs} | {f"self.{p.name}" for p in program.parameters}
-    body = _live_block(program.body, roots)
-    called = {s.value.helper for s in statements_in(body) if isinstance(s, Assign) and isinstance(s.value, HelperCall)}
-    helpers = tuple(replace(h, body=_live_block(h.body, {h.result, *h.params})) for h in program.helpers
-                    if h.name in called)
-    return replace(program, body=body, helpers=helpers)
+    called = without_uncalled_helpers(replace(program, body=_live_block(program.body, roots)))
+    return replace(called, helpers=tuple(replace(h, body=_live_block(h.body, {h.result, *h.params}))
+                                         for h in called.helpers))
 
 
 def _live_block(block: tuple[Statement, ...], roots: set[str]) -> tuple[Statement, ...]:
