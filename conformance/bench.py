@@ -117,7 +117,7 @@ def run_shrink_bench(spec: str, max_examples: int, shrink_seconds: float, only: 
     from conformance import known_issues
     from conformance.backends import get
     from conformance.check import run_example
-    from conformance.engine import PHASES, examples, finding_of, focus, reduce_finding, search
+    from conformance.engine import PHASES, context_of, examples, finding_of, focus, reduce_finding, search
     from conformance.oracles.mismatch import class_key
     from conformance.program import count_statements, render
     from conformance.report.signatures import signature
@@ -135,7 +135,7 @@ def run_shrink_bench(spec: str, max_examples: int, shrink_seconds: float, only: 
         def hit(program, schedule, issue=issue, run=run, first=first, best=best):
             """The example led by its mismatch of the issue, or None."""
             result = run(program, backend, schedule)
-            found = [m for m in result.mismatches if issue.match(signature(m, program, schedule), program, known_issues.Context(m.ambient))]
+            found = [m for m in result.mismatches if issue.match(signature(m, program, schedule), program, context_of(result, m))]
             if not found:
                 return None
             now = time.perf_counter()

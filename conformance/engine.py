@@ -80,12 +80,16 @@ def finding_of(failure: ConformanceMismatch | Result, backend_name: str, issues)
 
 
 def context_of(result: Result, m: Mismatch | None = None) -> KI.Context:
-    """The call of the mismatch (by default the first): its ambient mode, and whether eager
-    raised in it."""
+    """The call of the mismatch (by default the first): its ambient mode, whether eager
+    raised in it, and whether in eager another computed output of it requires grad."""
     m = m or result.mismatches[0]
     calls = result.eager.calls
-    raised = calls[m.call].error is not None if m.call is not None and m.call < len(calls) else None
-    return KI.Context(m.ambient, raised)
+    if m.call is None or m.call >= len(calls):
+        return KI.Context(m.ambient)
+    call = calls[m.call]
+    others = [leaf for k, leaf in enumerate(call.outputs) if m.where != f"return[{k}]"]
+    connected = any(leaf.kind == "tensor" and leaf.requires_grad and not leaf.is_input for leaf in others)
+    return KI.Context(m.ambient, call.error is not None, connected)
 
 
 def focus(result: Result, masked: Callable[[BugClass], bool]) -> Result | None:

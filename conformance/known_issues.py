@@ -33,11 +33,14 @@ class BadKnownIssues(ValueError):
 @dataclass(frozen=True)
 class Context:
     """What a finding says of the call that differed, beyond its signature: the ambient mode
-    it ran under (grad-mode facts follow eager from it), and whether eager raised in it.
-    None: not known (a fact then holds if some ambient mode gives it)."""
+    it ran under (grad-mode facts follow eager from it), whether eager raised in it, and
+    whether in eager another output of it requires grad (a computed one, not an input
+    returned as itself: what connects a compiled call to autograd). None: not known (a fact
+    then holds if some ambient mode gives it)."""
 
     ambient: str | None = None
     raised: bool | None = None
+    another_output_requires_grad: bool | None = None
 
 
 NO_CONTEXT = Context()
@@ -57,6 +60,8 @@ class Shows:
     message: tuple[str, ...] = ()  # words of either side's exception message
     call: str = ""  # "first" or "later" (then the cache is involved); "": either
     raised: bool | None = None  # eager raised in the call that differed; None: either
+    # In eager, another (computed) output of that call requires grad; None: either.
+    another_output_requires_grad: bool | None = None
     constructs: tuple[str, ...] = ()  # the program has all of these (conformance.program.constructs)
     any_of: tuple[str, ...] = ()  # ... and one of these
     others: tuple[str, ...] | None = None  # ... and no construct but those and these; None: any
@@ -71,6 +76,9 @@ class Shows:
         if self.call and self.call != ("later" if bug.later_call else "first"):
             return False
         if self.raised is not None and context.raised != self.raised:
+            return False
+        if (self.another_output_requires_grad is not None
+                and context.another_output_requires_grad != self.another_output_requires_grad):
             return False
         if not (_side(bug.oracle, bug.eager, self.eager) and _side(bug.oracle, bug.backend, self.backend)):
             return False
@@ -99,7 +107,8 @@ class Shows:
         asked of the messages. A finding two issues match goes to the more specific one: a broad
         entry (any backward error) must not claim a narrower one's findings."""
         asked = (len(self.constructs) + bool(self.any_of) + (self.others is not None) + bool(self.aspect)
-                 + bool(self.eager) + bool(self.backend) + bool(self.message) + bool(self.call) + (self.raised is not None))
+                 + bool(self.eager) + bool(self.backend) + bool(self.message) + bool(self.call) + (self.raised is not None)
+                 + (self.another_output_requires_grad is not None))
         return (len(self.needs) + bool(self.ops), asked,
                 min(map(len, self.eager + self.backend + self.message), default=0))
 

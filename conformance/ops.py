@@ -54,6 +54,7 @@ UNARY = (
     ("max_dim", "{0}.max(-1).values"),
     ("sort", "{0}.sort(-1).values"),
     ("var_mean", "torch.var_mean({0}, correction=0)[0]"),
+    ("mean_of_var_mean", "torch.var_mean({0}, correction=0)[1]"),  # a second output, not a view
     # Indexing and filling: gathers whose backward scatters into the source, and fills whose
     # backward masks; `*_like` creations read only their argument's shape and dtype, so their
     # result never requires grad, whatever the mode.
@@ -87,7 +88,7 @@ FAMILIES = {
     "view": ("reshape", "transpose", "slice", "unsqueeze", "flip", "detach"),
     "copy": ("clone", "to_float", "to_double", "to_round_trip"),
     "binary": ("add", "mul", "sub", "div", "maximum", "minimum", "where", "matmul", "atan2", "hypot"),
-    "multi-output": ("chunk", "split", "unbind", "max_dim", "sort", "var_mean"),
+    "multi-output": ("chunk", "split", "unbind", "max_dim", "sort", "var_mean", "mean_of_var_mean"),
     "index and fill": ("index_select", "fancy_index", "masked_fill", "where_scalar", "zeros_like", "ones_like"),
 }
 # In-place methods: `target.<method>(arg)`; the target keeps its shape and dtype.

@@ -104,6 +104,14 @@ def grad_is_on_somewhere(program: Program, ambient: str) -> bool:
     return any(s.mode.grad for s in run_order(program, ambient))
 
 
+@_under_some_ambient
+def grad_is_on_in_inference_mode(program: Program, ambient: str) -> bool:
+    """Whether eager runs a statement, or returns, with grad on inside inference mode (an
+    enable_grad region or a plain set_grad_enabled(True) under the caller's inference_mode):
+    nothing is recorded there all the same (torch.inference_mode docs)."""
+    return any(s.mode.grad and s.mode.inference for s in run_order(program, ambient))
+
+
 def grad_is_off_throughout(program: Program, ambient: str | None = None) -> bool:
     """Whether grad is off at the call and at every statement eager runs (under the ambient
     mode given, or under one of them)."""
@@ -193,6 +201,7 @@ FACTS = {"an update while grad is off": updates_while_grad_off,
          "a view made while grad is off": makes_a_view_while_grad_off,
          "grad on somewhere in the call": grad_is_on_somewhere,
          "grad off throughout the call": grad_is_off_throughout,
+         "grad on inside inference mode": grad_is_on_in_inference_mode,
          "grad mode read or restored where the function changed it": reads_or_restores_a_mode_the_function_changed,
          "a computed value multiplied in place": multiplies_a_computed_value_in_place,
          "an update through an alias": updates_through_an_alias,

@@ -104,17 +104,20 @@ class OneOpBug(PerturbsOutputs):
 
 
 class CumsumKeepsGradUnderNoGrad(_Wrapping):
-    """A tagging fault of one op: in a function that calls cumsum, `torch.no_grad()` leaves grad
-    on, so what cumsum makes there stays differentiable (as a compiler that forgot to tag one
-    symbol's outputs). Only a program with cumsum inside a no_grad region shows it."""
+    """A tagging fault of one op: cumsum's outputs keep grad under `torch.no_grad()` (as a
+    compiler that forgot to tag one symbol's outputs); every other op's are right. Only a
+    program with cumsum inside a no_grad region shows it."""
 
-    fault = "no_grad ignored in functions that call cumsum"
+    fault = "cumsum's outputs under no_grad keep grad"
 
     def call(self, fn, args, compiled):
-        names = set((fn.__code__ if hasattr(fn, "__code__") else fn.forward.__code__).co_names)
-        if "cumsum" not in names:
-            return fn(*args)
-        with patch.object(torch, "no_grad", torch.enable_grad):
+        cumsum = torch.Tensor.cumsum
+
+        def keeps_grad(self, *a, **k):
+            with torch.enable_grad():
+                return cumsum(self, *a, **k)
+
+        with patch.object(torch.Tensor, "cumsum", keeps_grad):
             return fn(*args)
 
 

@@ -47,7 +47,7 @@ def test_a_fill_that_fills_nothing_is_caught():
 def test_the_generator_draws_every_inplace_method_and_every_new_op():
     seen: Counter = Counter()
 
-    @settings(max_examples=400, derandomize=True, database=None, deadline=None,
+    @settings(max_examples=500, derandomize=True, database=None, deadline=None,
               suppress_health_check=list(HealthCheck))
     @given(examples(statements=("op", "inplace", "region")))
     def draw(example):

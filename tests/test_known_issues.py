@@ -332,10 +332,9 @@ def test_a_region_entered_in_a_mode_the_function_set_is_told_from_one_entered_in
 
 def test_an_output_that_requires_grad_with_grad_off_throughout_is_its_own_issue():
     # thunder connects an in-place program's outputs to autograd with grad off: a cause of its
-    # own, not the detach of outputs-require-grad-spuriously, which needs grad on somewhere.
-    # A spurious flag with grad off throughout and no update is neither: new (a backend that
-    # reads the caller's no_grad as grad on shows so). Planted fault: without its fact,
-    # outputs-require-grad-spuriously takes it.
+    # own, not outputs-require-grad-spuriously, which needs another output that requires grad
+    # in eager (so grad on somewhere). A spurious flag with grad off throughout and no update
+    # is neither: new (a backend that reads the caller's no_grad as grad on shows so).
     from conformance.program import Assign, Call, InPlace, Program, TensorInput
 
     ab = (TensorInput("a", (2,), requires_grad=True), TensorInput("b", (2,)))
@@ -343,14 +342,13 @@ def test_an_output_that_requires_grad_with_grad_off_throughout_is_its_own_issue(
                            Assign("t1", Call("mul_scalar", ("a",)))), ("t1",))
     found = sig("flags", "requires_grad", "False", "True", "inplace")
     new_id = "inplace-program-outputs-require-grad-under-no-grad"
-    assert known_issues.classify(found, "thunder", ISSUES, program, Context("no_grad")).id == new_id
-    assert known_issues.classify(found, "thunder", ISSUES, program, Context("grad")).id == "outputs-require-grad-spuriously"
+    spurious = "outputs-require-grad-spuriously"
+    assert known_issues.classify(found, "thunder", ISSUES, program, Context("no_grad", False, False)).id == new_id
+    assert known_issues.classify(found, "thunder", ISSUES, program, Context("grad", False, True)).id == spurious
     no_update = Program(ab, (Assign("t1", Call("mul_scalar", ("a",))),), ("t1",))
     found = sig("flags", "requires_grad", "False", "True")
-    assert known_issues.classify(found, "thunder", ISSUES, no_update, Context("no_grad")) is None
-    spurious = "outputs-require-grad-spuriously"
-    no_fact = [without_facts(i) if i.id == spurious else i for i in ISSUES]
-    assert known_issues.classify(found, "thunder", no_fact, no_update, Context("no_grad")).id == spurious
+    assert known_issues.classify(found, "thunder", ISSUES, no_update, Context("no_grad", False, False)) is None
+    assert known_issues.classify(found, "thunder", ISSUES, no_update, Context("grad", False, True)).id == spurious
 
 
 def test_grad_mode_left_after_a_call_is_told_apart_by_whether_the_call_raised():
@@ -385,3 +383,46 @@ def test_an_issue_fixed_in_the_version_under_test_does_not_hold_there(tmp_path):
     release, main = (SimpleNamespace(versions=lambda v=v: {"thunder": v}) for v in ("0.2.6", "0.2.7.dev0"))
     assert fixed in KI.holding(issues, release) and fixed not in KI.holding(issues, main)
     assert len(KI.holding(issues, main)) == len(issues) - 1
+
+
+def test_a_spurious_requires_grad_is_thunders_bug_only_beside_an_output_that_requires_grad():
+    # thunder marks every output differentiable once one connects the call to autograd
+    # (outputs-require-grad-spuriously); alone, a no_grad result that requires grad is a
+    # tagging fault. Its table once asked only "grad on somewhere in the call", and every
+    # tagging fault of a planted thunder was filed under it: hidden.
+    from conformance.program import Assign, Call, GradRegion, Program, TensorInput
+
+    a = (TensorInput("a", (3,), requires_grad=True),)
+    program = Program(a, (GradRegion("no_grad", (Assign("t0", Call("sum", ("a",))),)),), ("t0",))
+    found = sig("flags", "requires_grad", "False", "True", "no_grad")
+    spurious = BY_ID["outputs-require-grad-spuriously"]
+    assert known_issues.classify(found, "thunder", ISSUES, program, Context("grad", False, True)) == spurious
+    assert known_issues.classify(found, "thunder", ISSUES, program, Context("grad", False, False)) is None
+    assert known_issues.classify(found, "thunder", ISSUES, program, Context("grad")) is None  # not known: new
+    # Under the caller's inference_mode with grad turned on, eager records nothing: thunder's
+    # output that requires grad there is inference-mode-ignored's.
+    enabled = Program(a, (GradRegion("enable_grad", (Assign("t0", Call("sum", ("a",))),)),), ("t0",))
+    found = sig("flags", "requires_grad", "False", "True", "enable_grad")
+    inference = known_issues.classify(found, "thunder", ISSUES, enabled, Context("inference_mode", False, False))
+    assert inference == BY_ID["inference-mode-ignored"]
+    assert known_issues.classify(found, "thunder", ISSUES, enabled, Context("no_grad", False, False)) is None
+
+
+def test_the_context_says_whether_another_computed_output_requires_grad_in_eager():
+    # End to end on a planted tagging fault (cumsum's outputs under no_grad keep grad): alone
+    # it is new; beside an output that requires grad it is what thunder itself does.
+    from conformance.backends import get
+    from conformance.check import run_example
+    from conformance.engine import context_of, finding_of
+    from conformance.program import Assign, Call, GradRegion, Program, TensorInput
+
+    fault = get("tests.fake_backends:cumsum_keeps_grad_under_no_grad")
+    a = (TensorInput("a", (3,), requires_grad=True),)
+    region = GradRegion("no_grad", (Assign("t0", Call("cumsum", ("a",))),))
+    alone = run_example(Program(a, (region,), ("t0",)), fault)
+    beside = run_example(Program(a, (region, Assign("t1", Call("sin", ("a",)))), ("t0", "t1")), fault)
+    beside_input = run_example(Program(a, (region,), ("t0", "a")), fault)  # `a` itself connects nothing
+    assert [context_of(r).another_output_requires_grad for r in (alone, beside, beside_input)] == [False, True, False]
+    assert finding_of(alone, "thunder", ISSUES).known is None
+    assert finding_of(beside, "thunder", ISSUES).known == BY_ID["outputs-require-grad-spuriously"]
+    assert finding_of(beside_input, "thunder", ISSUES).known is None

@@ -106,11 +106,27 @@ def test_a_first_signal_sets_a_flag_a_second_hurries_a_third_quits():
 
 
 @pytest.mark.slow
-def test_random_programs_come_before_the_sweep(tmp_path):
+def test_a_grad_mode_fault_is_caught_by_the_nights_first_programs(tmp_path):
     # A grad-mode fault needs a grad-mode construct, which no sweep program has: the night's
-    # first examples are random ones, so it is caught in the first round (10 examples).
+    # first programs are the probes (each construct alone), then random ones.
     s = night(tmp_path, "conformance.backends.faulty:raises_on_grad_mode_calls", 40, 1, sweep=True)
-    assert min(m["found_after_examples"] for m in s["mismatches"]) <= 10, s["mismatches"]
+    assert min(m["found_after_examples"] for m in s["mismatches"]) <= 3, s["mismatches"]
+
+
+@pytest.mark.slow
+def test_a_tagging_fault_of_one_op_is_caught_by_its_batch_and_recorded_as_its_one_op_program(tmp_path):
+    # cumsum's outputs under no_grad keep grad: random programs seldom put cumsum in a region;
+    # its probe batch shows it within the probes, and the record is cumsum's own program.
+    from conformance.generators.probes import probes
+
+    s = night(tmp_path, "tests.fake_backends:cumsum_keeps_grad_under_no_grad", len(probes()) + 10, 1, sweep=True)
+    caught = [m for m in s["mismatches"] if m["oracle"] == "flags"]
+    assert caught and min(m["found_after_examples"] for m in caught) <= len(probes()), s["mismatches"]
+    from conformance import serialize
+    from conformance.generators.sweep import boundary_programs
+
+    (cumsum,) = [p for p in boundary_programs() if p.body[0].body[0].value.op == "cumsum"]
+    assert all(serialize.decode(m["program"]) == cumsum for m in caught), caught
 
 
 @pytest.mark.slow
@@ -124,7 +140,9 @@ def test_the_sweep_is_interleaved_and_finds_a_bug_of_one_op(tmp_path):
 
     index, program = next((i, p) for i, (p, _) in enumerate(sweep_examples())
                           if "relu" in repr(p.body) and any(x.special == "nan" for x in p.inputs))
-    s = night(tmp_path, "tests.fake_backends:one_op_bug", 2 * (index + 1) + 20, 2, sweep=True)
+    from conformance.generators.probes import probes
+
+    s = night(tmp_path, "tests.fake_backends:one_op_bug", len(probes()) + 2 * (index + 1) + 20, 2, sweep=True)
     assert [m["statements"] for m in s["mismatches"]] == [count_statements(program)], s["mismatches"]
     assert s["mismatches"][0]["program"] == serialize.encode(program)  # the sweep's, not a random one
 

@@ -91,3 +91,16 @@ def test_facts_of_autograd_functions_and_empty_aranges():
     empty = Program(A, (Assign("t0", Create("arange", (0,))),), ("t0",))
     assert facts.FACTS["an empty torch.arange"](empty)
     assert not facts.FACTS["an empty torch.arange"](Program(A, (Assign("t0", Create("arange", (3,))),), ("t0",)))
+
+
+def test_grad_on_inside_inference_mode_is_an_enable_grad_under_the_callers_inference_mode():
+    # Eager records nothing in inference mode even where grad is on (torch.inference_mode
+    # docs); an output that requires grad there is inference-mode-ignored's, not a tagging bug.
+    fact = facts.FACTS["grad on inside inference mode"]
+    region = Program(A, (GradRegion("enable_grad", (op("t0", "sin", "a"),)),), ("t0",))
+    plain = Program(A, (SetGradMode("torch.set_grad_enabled", True), op("t0", "sin", "a")), ("t0",))
+    inner = Program(A, (GradRegion("inference_mode", (GradRegion("enable_grad", (op("t0", "sin", "a"),)),)),),
+                    ("t0",))
+    assert fact(region, "inference_mode") and fact(plain, "inference_mode") and fact(inner, "grad")
+    assert not fact(region, "grad") and not fact(region, "no_grad")
+    assert not fact(Program(A, (op("t0", "sin", "a"),), ("t0",)), "inference_mode")  # grad off there

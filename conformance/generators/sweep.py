@@ -19,7 +19,8 @@ op's, decide the result; each is enumerated over what varies in it:
   symbol called while grad is off, and its VJP treats tagged values as constants), so a
   regression of that rule can hold for some ops only (views, reductions...): t1 then requires
   grad. Random programs put a given op in a region, and its value across it, seldom; this motif
-  runs first in the sweep, so that such a fault shows in a night's first seconds.
+  runs first of all in a night, in batches (generators.probes), so that such a fault shows in
+  its first seconds.
 - promotion: `t1 = u(a) + b`, an op on a bool, int64 or float32 tensor, then a 0-d float64
   tensor that requires grad. Zero-dim tensors do not decide the result's dtype (PyTorch's
   type promotion docs), and thunder got it wrong for `torch.sin` of an int (6 of nights
@@ -132,11 +133,10 @@ def view_update_programs() -> list[Program]:
 
 
 # The sweep's parts, by name, in the order they run: each program is called once under grad.
-SWEEPS = {"grad-mode boundary": boundary_programs, "one op": single_op_programs, "promotion": promotion_programs,
-          "view update": view_update_programs}
+# (The grad-mode boundary runs first of all, in batches, with generators.probes.)
+SWEEPS = {"one op": single_op_programs, "promotion": promotion_programs, "view update": view_update_programs}
 
 
 def sweep_examples() -> list[tuple[Program, Schedule]]:
-    """The whole sweep: the grad-mode boundary first (a few dozen programs), then the one-op
-    programs (the cheaper), then the other motifs."""
+    """The whole sweep: the one-op programs (the cheaper), then the other motifs."""
     return [(p, SINGLE_CALL) for part in SWEEPS.values() for p in part()]

@@ -1,6 +1,9 @@
 """One worker process of a night: search, shrink, record, until the night or its budget ends.
 
-The loop, per round:
+First, once (night.as_they_are): the previous night's repros (--baseline), then the probes
+(generators.probes): each grad-mode construct alone and the grad-mode boundary of every op,
+in batches, so that a fault of a grad-mode part shows in the night's first seconds. Then the
+loop, per round:
 1. search: one Hypothesis run of `chunk` random examples (a seed of its own per round). An
    example fails on its first mismatch of a class not yet settled (`focus`); Hypothesis
    shrinks each such class within the shrink budget, the last pass (engine.reduce_finding)
@@ -12,8 +15,8 @@ A class is settled once some worker recorded a repro of it of at most MAX_STATEM
 statements, or shrank it `shrinks_per_class` times: its later hits are counted, not shrunk,
 but for a few that no recorded repro of the class explains (night.settled): those get a second
 look, a bounded last pass, and are recorded where they turn out to be another bug.
-Random programs come first in every round, so a fault in grad-mode handling, which needs a
-grad-mode construct that no one-op program has, shows in the night's first seconds.
+Random programs come first in every round: the sweep's one-op programs cannot show a fault of
+grad-mode handling, which needs a grad-mode construct.
 
 Nothing found is lost: a failure is written raw (`shrunk: false`) before it is shrunk, and
 the example running is in current.json, where the supervisor finds it if the worker dies.
@@ -29,6 +32,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
+from conformance.night.as_they_are import AsTheyAre
 from conformance.night.config import NightConfig
 from conformance.night.database import open_database
 from conformance.night.messages import Beat, Exit, Hit, Needs, Shrunk
@@ -88,7 +92,7 @@ def worker_main(cfg: NightConfig, wid: int, incarnation: int, outbox, inbox, sto
     Worker(cfg, wid, incarnation, outbox, inbox, stop, start, shrunk, swept).main()
 
 
-class Worker:
+class Worker(AsTheyAre):
     def __init__(self, cfg: NightConfig, wid: int, incarnation: int, outbox, inbox, stop, start: float,
                  shrunk: list[Shrunk], swept: int = 0):
         from conformance import known_issues
@@ -133,6 +137,10 @@ class Worker:
             from conformance.night.baseline import load_baseline
 
             self.replay_baseline(self.mine(load_baseline(self.cfg.baseline)["mismatches"]))
+        if self.cfg.sweep and self.incarnation == 0:
+            from conformance.generators.probes import probes
+
+            self.probe(self.mine(probes()))
         # A recycled or restarted incarnation goes on with the sweep where the last one was.
         sweep = self.mine(sweep_examples()) if self.cfg.sweep else []
         round_, swept = 0, self.swept
@@ -418,53 +426,3 @@ class Worker:
         import hashlib
 
         return self.folder / "raw" / f"{hashlib.sha1(str(key).encode()).hexdigest()[:16]}.json"
-
-    # ------------------------------------------------------------------ sweep and baseline
-
-    def sweep(self, programs) -> None:
-        """Small programs, recorded as they are: each has one to four statements. A class is
-        recorded again where its program is another known issue, or none where the class's
-        records are all known ones (one symptom can be two bugs: a new bug with a known bug's
-        symptom is new), once per class and known issue."""
-        from conformance.engine import finding_of
-        from conformance.oracles.mismatch import class_key
-
-        t0 = time.time()
-        for program, schedule in programs:
-            if self.over():
-                break
-            result = self.timed_run(program, schedule)
-            if not result.mismatches:
-                continue
-            key = class_key(result.mismatches[0])
-            finding = finding_of(result, self.backend.name, self.issues)
-            known = finding.known.id if finding.known else None
-            if self.settled.has(key, known):
-                self.outbox.put(Hit(self.wid, key))
-                continue
-            self.first_seen.setdefault(key, (self.run.misses, self.seconds()))
-            self.record(result, key, shrunk=True, finding=finding)
-        self.spent["sweeping small programs"] += time.time() - t0
-
-    def replay_baseline(self, entries: list[dict]) -> None:
-        """The previous night's repros, this worker's share, on the backend: a bug still there
-        is reported in seconds, and its class is settled where its repro is short."""
-        from conformance.engine import finding_of, focus
-        from conformance.night.baseline import shows
-        from conformance.oracles.mismatch import class_key
-        from conformance.serialize import decode
-
-        t0 = time.time()
-        for entry in entries:
-            if self.over():
-                break
-            if not entry.get("program") or entry.get("oracle") in ("crash", "hang"):  # not run again here
-                continue
-            result = self.timed_run(decode(entry["program"]), decode(entry["schedule"]))
-            hits = shows(entry, result)
-            if hits:
-                key = class_key(hits[0])
-                self.first_seen.setdefault(key, (self.run.misses, self.seconds()))
-                lead = focus(result, lambda k: k != key)
-                self.record(lead, key, shrunk=True, finding=finding_of(lead, self.backend.name, self.issues))
-        self.spent["replaying the baseline"] += time.time() - t0
