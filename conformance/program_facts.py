@@ -105,11 +105,11 @@ def grad_is_on_somewhere(program: Program, ambient: str) -> bool:
 
 
 @_under_some_ambient
-def grad_is_on_in_inference_mode(program: Program, ambient: str) -> bool:
-    """Whether eager runs a statement, or returns, with grad on inside inference mode (an
-    enable_grad region or a plain set_grad_enabled(True) under the caller's inference_mode):
-    nothing is recorded there all the same (torch.inference_mode docs)."""
-    return any(s.mode.grad and s.mode.inference for s in run_order(program, ambient))
+def makes_a_value_in_inference_mode(program: Program, ambient: str) -> bool:
+    """Whether eager computes or updates a value in inference mode (an inference_mode region, or
+    any statement under the caller's inference_mode): nothing is recorded there, even where grad
+    is on, and a view of a normal tensor made there has no grad_fn (torch.inference_mode docs)."""
+    return any(isinstance(s.statement, (Assign, InPlace)) and s.mode.inference for s in run_order(program, ambient))
 
 
 def grad_is_off_throughout(program: Program, ambient: str | None = None) -> bool:
@@ -201,7 +201,7 @@ FACTS = {"an update while grad is off": updates_while_grad_off,
          "a view made while grad is off": makes_a_view_while_grad_off,
          "grad on somewhere in the call": grad_is_on_somewhere,
          "grad off throughout the call": grad_is_off_throughout,
-         "grad on inside inference mode": grad_is_on_in_inference_mode,
+         "a value made in inference mode": makes_a_value_in_inference_mode,
          "grad mode read or restored where the function changed it": reads_or_restores_a_mode_the_function_changed,
          "a computed value multiplied in place": multiplies_a_computed_value_in_place,
          "an update through an alias": updates_through_an_alias,

@@ -124,6 +124,28 @@ class CumsumKeepsGradUnderNoGrad(_Wrapping):
 cumsum_keeps_grad_under_no_grad = CumsumKeepsGradUnderNoGrad
 
 
+class MaximumDifferentiatesConstants(_Wrapping):
+    """A VJP fault of one op: `torch.maximum(x, y)` with x made under no_grad (a constant) and y
+    requiring grad differentiates x as well, as if x were `2 * y` still connected to y (the
+    reader probe's `t0 = a * 2`): the tag of a constant is lost in maximum's VJP alone."""
+
+    fault = "torch.maximum differentiates a no-grad argument"
+
+    def call(self, fn, args, compiled):
+        maximum = torch.maximum
+
+        def leaky(x, y, *a, **k):
+            if not x.requires_grad and y.requires_grad:
+                x = x + 2 * (y - y.detach())
+            return maximum(x, y, *a, **k)
+
+        with patch.object(torch, "maximum", leaky):
+            return fn(*args)
+
+
+maximum_differentiates_constants = MaximumDifferentiatesConstants
+
+
 class PromotesToDouble(_Wrapping):
     """thunder's promotion bug in general: outputs are float64 wherever a float64 input
     requires grad (zero-dim or not), so `u(a) + b` with a 0-d float64 b is float64."""

@@ -399,8 +399,8 @@ def test_a_spurious_requires_grad_is_thunders_bug_only_beside_an_output_that_req
     assert known_issues.classify(found, "thunder", ISSUES, program, Context("grad", False, True)) == spurious
     assert known_issues.classify(found, "thunder", ISSUES, program, Context("grad", False, False)) is None
     assert known_issues.classify(found, "thunder", ISSUES, program, Context("grad")) is None  # not known: new
-    # Under the caller's inference_mode with grad turned on, eager records nothing: thunder's
-    # output that requires grad there is inference-mode-ignored's.
+    # Under the caller's inference_mode, eager records nothing even with grad turned on:
+    # thunder's output that requires grad there is inference-mode-ignored's.
     enabled = Program(a, (GradRegion("enable_grad", (Assign("t0", Call("sum", ("a",))),)),), ("t0",))
     found = sig("flags", "requires_grad", "False", "True", "enable_grad")
     inference = known_issues.classify(found, "thunder", ISSUES, enabled, Context("inference_mode", False, False))

@@ -4,6 +4,7 @@ on them, and that a fault of one grad-mode part, or of one op's tagging, shows i
 from conformance.backends import get
 from conformance.check import run_example
 from conformance.generators.probes import PROBE_SCHEDULE, boundary_batches, construct_programs, probes
+from conformance.generators.schedules import SINGLE_CALL
 from conformance.generators.sweep import boundary_programs
 from conformance.oracles.mismatch import class_key
 from conformance.program import SET_GRAD_APIS, constructs, render_body
@@ -48,6 +49,18 @@ def test_a_tagging_fault_of_one_op_shows_in_its_batch_and_its_part_is_the_repro(
     assert render_body(part).splitlines()[1].strip() == "t0 = a.cumsum(0)"
     single = run_example(part, fault, probe.schedule).mismatches
     assert class_key(m) in {class_key(x) for x in single}
+
+
+def test_a_vjp_fault_of_one_op_shows_in_the_readers_batch_and_its_part_is_the_repro():
+    # maximum's backward gives `a` a gradient through the constant t0 as well: only the readers'
+    # batch reads a constant with a binary op; its gradient names no op, so the parts are tried
+    # in turn and maximum's alone shows it.
+    fault = get("tests.fake_backends:maximum_differentiates_constants")
+    showing = [p for p in probes() if any(m.oracle == "gradients" for m in
+                                          run_example(p.program, fault, p.schedule).mismatches)]
+    assert len(showing) == 1 and showing[0].program.body[1].value.op == "add", showing
+    parts = [q for q in showing[0].parts if run_example(q, fault, SINGLE_CALL).mismatches]
+    assert [render_body(q).splitlines()[-2].strip() for q in parts] == ["t1 = torch.maximum(t0, a)"]
 
 
 def test_a_fault_of_the_write_back_shows_in_a_construct_program():

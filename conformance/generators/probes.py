@@ -18,7 +18,10 @@ of programs, enumerated, show most such faults in a few runs each:
   value then read with grad on (`* 2`), all returned. A compiler decides per symbol what grad
   mode made, so a fault can hold for some ops only (views, reductions...). No output requires
   grad in eager; one that does is the op's. A batch that differs is taken apart into its ops'
-  own programs (generators.sweep.boundary_programs), which are the repros.
+  own programs (generators.sweep.boundary_programs), which are the repros;
+- the readers of a constant, in one batch: a value made under no_grad read with grad on by
+  every binary op beside an input that requires grad (`t = u(t0, a)`), each op's VJP keeping
+  the rule that a tagged value is a constant on its own.
 
 A batch is one compile for many ops: the whole boundary costs about what four of its one-op
 programs cost.
@@ -30,7 +33,7 @@ from dataclasses import dataclass
 
 from conformance.generators.schedules import SINGLE_CALL, CallSpec, Schedule
 from conformance.generators.sweep import boundary_programs
-from conformance.ops import FAMILIES
+from conformance.ops import BINARY, FAMILIES, Meta, infer
 from conformance.program import (Assign, Call, GradRegion, Helper, HelperCall, IfGradEnabled, Program, SetGradMode,
                                  TensorInput)
 
@@ -83,15 +86,36 @@ class Probe:
 
 
 def probes() -> list[Probe]:
-    """The night's first programs: the constructs, then the boundary's batches."""
-    return ([Probe(p, PROBE_SCHEDULE) for p in construct_programs()]
-            + [Probe(batch, SINGLE_CALL, tuple(parts)) for batch, parts in boundary_batches()])
+    """The night's first programs: the constructs, then the batches of the boundary and of the
+    readers of a constant."""
+    batches = boundary_batches() + [(_reading_batch(reader_programs()), reader_programs())]
+    return [Probe(p, PROBE_SCHEDULE) for p in construct_programs()] + [
+        Probe(batch, SINGLE_CALL, tuple(parts)) for batch, parts in batches]
+
+
+def reader_programs() -> list[Program]:
+    """`with torch.no_grad(): t0 = a * 2`, then `t1 = u(t0, a)` returned, for every binary op u
+    that takes them: u's backward must give `a` a gradient through its second argument only (t0
+    is a constant), a rule each op's VJP keeps on its own."""
+    programs = []
+    for op, _ in BINARY:
+        if infer(op, (Meta.of(_A[0]), Meta.of(_A[0]))) is not None:
+            body = (GradRegion("no_grad", (_MADE,)), Assign("t1", Call(op, ("t0", "a"))))
+            programs.append(Program(_A, body, ("t1",)))
+    return programs
+
+
+def _reading_batch(programs: list[Program]) -> Program:
+    """The reader programs as one: the region once, then each op's `t{k} = u(t0, a)`."""
+    reads = tuple(Assign(f"t{k + 1}", p.body[1].value) for k, p in enumerate(programs))
+    return Program(_A, (programs[0].body[0], *reads), tuple(r.target for r in reads))
 
 
 def probe_examples() -> list[tuple[Program, Schedule]]:
-    """The probes' programs that are repros as they are: the constructs' and the boundary's
-    one-op programs (what the conformance suite runs: it needs no batch to save compiles)."""
-    return [(p, PROBE_SCHEDULE) for p in construct_programs()] + [(p, SINGLE_CALL) for p in boundary_programs()]
+    """The probes' programs that are repros as they are: the constructs' and the batches' one-op
+    programs (what the conformance suite runs: it needs no batch to save compiles)."""
+    return [(p, PROBE_SCHEDULE) for p in construct_programs()] + [
+        (p, SINGLE_CALL) for p in boundary_programs() + reader_programs()]
 
 
 def boundary_batches() -> list[tuple[Program, list[Program]]]:
