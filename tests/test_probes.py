@@ -15,7 +15,7 @@ def test_the_probes_hold_each_way_to_change_grad_mode_and_every_op_once():
     assert {"no_grad", "enable_grad", "set_grad_enabled(False)", "if_is_grad_enabled"} <= held, held
     plain = {s.api for p in construct_programs() for s in p.body if hasattr(s, "api")}
     assert plain == set(SET_GRAD_APIS)
-    assert any(h.decorator == "no_grad" for p in construct_programs() for h in p.helpers)
+    assert {h.decorator for p in construct_programs() for h in p.helpers} == {"no_grad", "enable_grad"}
     parts = [q for _, batch in boundary_batches() for q in batch]
     assert sorted(parts, key=repr) == sorted(boundary_programs(), key=repr)  # each op's program, once
 

@@ -8,8 +8,8 @@ night on thunder, most of it shrinking the first ones' bugs (docs/benchmarks.md)
 of programs, enumerated, show most such faults in a few runs each:
 
 - one construct: each way to change grad mode (a no_grad, enable_grad or set_grad_enabled
-  region, a plain `torch.set_grad_enabled` or `torch._C._set_grad_enabled` call, a decorated
-  helper, a branch on `torch.is_grad_enabled()`) around `a * 2` (no_grad on float64 too), its
+  region, a plain `torch.set_grad_enabled` or `torch._C._set_grad_enabled` call, a helper
+  decorated with either, a branch on `torch.is_grad_enabled()`) around `a * 2` (no_grad on float64 too), its
   value read after it with grad on, called under grad, then no_grad, then grad: the marker (the mode inside), the tagging
   and the VJP (the value read after), the write-back (the mode after a plain call) and the
   cache check (the second call must not reuse the first one's trace, the third not the
@@ -34,8 +34,8 @@ from dataclasses import dataclass
 from conformance.generators.schedules import SINGLE_CALL, CallSpec, Schedule
 from conformance.generators.sweep import boundary_programs
 from conformance.ops import BINARY, FAMILIES, Meta, infer
-from conformance.program import (Assign, Call, GradRegion, Helper, HelperCall, IfGradEnabled, Program, SetGradMode,
-                                 TensorInput)
+from conformance.program import (HELPER_DECORATORS, Assign, Call, GradRegion, Helper, HelperCall, IfGradEnabled,
+                                 Program, SetGradMode, TensorInput)
 
 # Grad on, then off (a trace of grad on must not be reused), then on again (nor one of grad off).
 PROBE_SCHEDULE: Schedule = (CallSpec("grad", values_seed=0), CallSpec("no_grad", values_seed=1),
@@ -58,12 +58,17 @@ def construct_programs() -> list[Program]:
     programs = [_around(region, _READ) for region in off]
     # A compiler's tag rides on its proxies, which carry the dtype: float64 as well.
     programs.append(_around(off[0], _READ, inputs=(TensorInput("a", (3,), "float64", requires_grad=True),)))
-    programs.append(_around(GradRegion("enable_grad", (_MADE,)), _READ, returns=("t0", "t1")))
+    # Turned on, grad shows in t0 itself, called under no_grad (an output beside it that does
+    # not require grad would meet thunder's every-output-differentiable bug instead).
+    programs.append(_around(GradRegion("enable_grad", (_MADE,)), returns=("t0",)))
     programs += [_around(SetGradMode(api, False), _MADE, SetGradMode(api, True), _READ)
                  for api in ("torch.set_grad_enabled", "torch._C._set_grad_enabled")]
     programs.append(_around(SetGradMode("torch.set_grad_enabled", False), _MADE, returns=("t0",)))
-    helper = Helper("helper0", "no_grad", ("p0",), (Assign("r0", Call("mul_scalar", ("p0",))),), "r0")
-    programs.append(_around(Assign("t0", HelperCall("helper0", ("a",))), _READ, helpers=(helper,)))
+    for decorator in HELPER_DECORATORS:  # @torch.no_grad(): t1 reads a constant; @torch.enable_grad(): as above
+        helper = Helper("helper0", decorator, ("p0",), (Assign("r0", Call("mul_scalar", ("p0",))),), "r0")
+        call = Assign("t0", HelperCall("helper0", ("a",)))
+        programs.append(_around(call, _READ, helpers=(helper,)) if decorator == "no_grad"
+                        else _around(call, returns=("t0",), helpers=(helper,)))
     programs.append(_around(IfGradEnabled((_MADE,), (Assign("t0", Call("add_scalar", ("a",))),)), _READ))
     return programs
 
