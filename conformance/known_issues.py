@@ -130,7 +130,8 @@ def calls_one_of(program: Program, ops: tuple[str, ...]) -> bool:
 class KnownIssue:
     id: str
     title: str
-    backends: tuple[str, ...]  # backend families (fnmatch patterns): "thunder", "torch.compile"
+    # backend families (fnmatch patterns): "thunder", "torch.compile"; or names with options
+    backends: tuple[str, ...]
     shows: tuple[Shows, ...]
     program: Program
     schedule: Schedule
@@ -139,6 +140,9 @@ class KnownIssue:
     upstream: str = ""
     # (package, first version without the bug): `fixed_in = {thunder = "0.2.7"}` in the TOML.
     fixed_in: tuple[tuple[str, str], ...] = ()
+    # Backends of a family named in `backends` where the bug does not hold (their whole names):
+    # `not_on = ["torch.compile[backend=eager]"]` for a bug of AOTAutograd, which Dynamo alone lacks.
+    not_on: tuple[str, ...] = ()
 
     def holds_on(self, versions: dict[str, str]) -> bool:
         """Whether the bug is there in these package versions (a backend's versions()): not
@@ -155,9 +159,12 @@ class KnownIssue:
 
     def applies_to(self, backend_name: str) -> bool:
         """Whether the issue holds for the backend: its family (the name before any
-        `[options]`: `thunder[cache=no caching]` is thunder) matches one of `backends`."""
+        `[options]`: `thunder[cache=no caching]` is thunder) matches one of `backends`, or its
+        whole name is one that names options (`torch.compile[backend=eager]`: a bug of Dynamo
+        that AOTAutograd hides)."""
         family = backend_name.split("[", 1)[0]
-        return any(fnmatch.fnmatchcase(family, p) for p in self.backends)
+        return backend_name not in self.not_on and any(
+            backend_name == p if "[" in p else fnmatch.fnmatchcase(family, p) for p in self.backends)
 
     def match(self, sig: Signature, program: Program | None, context: Context = NO_CONTEXT) -> Shows | None:
         """The most specific way the issue shows that the finding matches."""
@@ -210,6 +217,7 @@ def load(path: Path = PATH) -> list[KnownIssue]:
                 notes=entry.get("notes", ""),
                 upstream=entry.get("upstream", ""),
                 fixed_in=tuple((str(k), str(v)) for k, v in entry.get("fixed_in", {}).items()),
+                not_on=tuple(entry.get("not_on", ())),
             ))
         except KeyError as exc:
             raise BadKnownIssues(f"{path}: {where} is malformed: {exc.args[0]}" if " " in str(exc.args[0])

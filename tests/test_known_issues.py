@@ -426,3 +426,13 @@ def test_the_context_says_whether_another_computed_output_requires_grad_in_eager
     assert finding_of(alone, "thunder", ISSUES).known is None
     assert finding_of(beside, "thunder", ISSUES).known == BY_ID["outputs-require-grad-spuriously"]
     assert finding_of(beside_input, "thunder", ISSUES).known is None
+
+
+def test_an_issue_may_name_a_backend_with_its_options():
+    # A bug of Dynamo that AOTAutograd hides holds for torch.compile[backend=eager] alone; a
+    # family name holds for every option of it.
+    dynamo = replace(ISSUES[0], backends=("torch.compile[backend=eager]",))
+    assert dynamo.applies_to("torch.compile[backend=eager]")
+    assert not dynamo.applies_to("torch.compile") and not dynamo.applies_to("torch.compile[backend=inductor]")
+    family = replace(ISSUES[0], backends=("torch.compile",))
+    assert family.applies_to("torch.compile[backend=inductor]") and not family.applies_to("thunder")
