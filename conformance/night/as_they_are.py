@@ -11,6 +11,7 @@ from conformance.night.messages import Hit
 
 
 class AsTheyAre:
+    """Runs programs that need no shrinking and records what they show (night.worker.Worker)."""
 
     def sweep(self, programs) -> None:
         """Small programs, recorded as they are: each has one to four statements."""
@@ -43,9 +44,9 @@ class AsTheyAre:
     def probe(self, probes) -> None:
         """The night's first programs (generators.probes): a construct's program is a repro as it
         is; a batch that differs is taken apart into the one-op program of each class it shows
-        (the op of the value that differs first, then each op in turn).
-        A class that no one-op program shows (ops that act on each other) is left for the last
-        pass, as a class met while another one shrank."""
+        (the op of the value that differs first, then each op in turn). A class that no one-op
+        program shows (ops that act on each other) is left for the last pass, as a class met
+        while another one shrank."""
         from conformance.engine import focus
         from conformance.oracles.mismatch import class_key
 
