@@ -93,8 +93,10 @@ def _add_fuzz(sub) -> None:
     fz.add_argument("--example-timeout", type=_positive_seconds, default=60.0,
                     help="an example running longer is reported as a hang (default 60)")
     fz.add_argument("--no-sweep", dest="sweep", action="store_false",
-                    help="leave out the small programs interleaved with the random ones: every op on a few small "
-                         "shapes and non-finite values, and two motifs (conformance/generators/sweep.py)")
+                    help="leave out the enumerated programs: the probes that open a night (each grad-mode construct "
+                         "alone, every op's grad-mode boundary: conformance/generators/probes.py) and the sweep "
+                         "interleaved with the random programs (every op on a few small shapes and non-finite "
+                         "values, and two motifs: conformance/generators/sweep.py)")
     fz.add_argument("--no-small-examples", dest="small_examples", action="store_false",
                     help="draw every example full-size (by default half are small: regions one level deep, "
                          "3 statements a block, 3 calls)")
