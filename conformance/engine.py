@@ -87,7 +87,7 @@ def context_of(result: Result, m: Mismatch | None = None) -> KI.Context:
     if m.call is None or m.call >= len(calls):
         return KI.Context(m.ambient)
     call = calls[m.call]
-    others = [leaf for k, leaf in enumerate(call.outputs) if m.where != f"return[{k}]"]
+    others = [leaf for k, leaf in enumerate(call.outputs) if k != m.returned]
     connected = any(leaf.kind == "tensor" and leaf.requires_grad and not leaf.is_input for leaf in others)
     return KI.Context(m.ambient, call.error is not None, connected)
 

@@ -66,10 +66,9 @@ def _roots(program: Program, m: Mismatch) -> set[str] | None:
         return names
     if m.oracle not in _LEAF_ORACLES:
         return None
-    if m.where.startswith("return[") and m.where.endswith("]"):
-        k = m.where[len("return["):-1]
-        if k.isdigit() and int(k) < len(program.returns):
-            r = program.returns[int(k)]
+    if m.where.startswith("return["):
+        if m.returned is not None and m.returned < len(program.returns):
+            r = program.returns[m.returned]
             return {r} if r.isidentifier() else set()
         return None
     if m.where.endswith(" after call"):  # an input or parameter, read after the call

@@ -45,7 +45,7 @@ def test_a_tagging_fault_of_one_op_shows_in_its_batch_and_its_part_is_the_repro(
         showing += [(probe, m) for m in found]
     assert {id(p) for p, _ in showing} and len({id(p) for p, _ in showing}) == 1, showing
     probe, m = showing[0]
-    part = probe.part_for(m.where)
+    part = probe.part_for(m)
     assert render_body(part).splitlines()[1].strip() == "t0 = a.cumsum(0)"
     single = run_example(part, fault, probe.schedule).mismatches
     assert class_key(m) in {class_key(x) for x in single}

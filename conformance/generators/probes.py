@@ -30,12 +30,16 @@ programs cost.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from conformance.generators.schedules import SINGLE_CALL, CallSpec, Schedule
 from conformance.generators.sweep import boundary_programs
 from conformance.ops import BINARY, FAMILIES, Meta, infer
 from conformance.program import (HELPER_DECORATORS, Assign, Call, GradRegion, Helper, HelperCall, IfGradEnabled,
                                  Program, SetGradMode, TensorInput)
+
+if TYPE_CHECKING:
+    from conformance.oracles.mismatch import Mismatch
 
 # Grad on, then off (a trace of grad on must not be reused), then on again (nor one of grad off).
 PROBE_SCHEDULE: Schedule = (CallSpec("grad", values_seed=0), CallSpec("no_grad", values_seed=1),
@@ -82,12 +86,11 @@ class Probe:
     schedule: Schedule
     parts: tuple[Program, ...] = ()
 
-    def part_for(self, where: str) -> Program | None:
-        """The one-op program of the value a mismatch names (`return[k]` is the k-th op's)."""
-        if self.parts and where.startswith("return[") and where[len("return["):-1].isdigit():
-            k = int(where[len("return["):-1])
-            return self.parts[k] if k < len(self.parts) else None
-        return None
+    def part_for(self, m: Mismatch) -> Program | None:
+        """The one-op program of the value a mismatch names (the k-th returned value is the
+        k-th op's)."""
+        k = m.returned
+        return self.parts[k] if k is not None and k < len(self.parts) else None
 
 
 def probes() -> list[Probe]:

@@ -67,7 +67,7 @@ class AsTheyAre:
                     continue
                 done.add(key)
                 self.first_seen.setdefault(key, seen)
-                part = probe.part_for(m.where)  # first: the op of the value that differs
+                part = probe.part_for(m)  # first: the op of the value that differs
                 for program in sorted(probe.parts, key=lambda q: q is not part):
                     single = self.timed_run(program, probe.schedule)
                     if any(class_key(x) == key for x in single.mismatches):

@@ -35,6 +35,12 @@ class Mismatch:
     def symptom(self) -> str:
         return class_key(self).symptom
 
+    @property
+    def returned(self) -> int | None:
+        """The index of the returned value that differs (`where` is "return[k]"), or None."""
+        k = self.where[len("return["):-1] if self.where.startswith("return[") and self.where.endswith("]") else ""
+        return int(k) if k.isdigit() else None
+
     def line(self) -> str:
         at = f"call {self.call} ({self.ambient}): " if self.call is not None else ""
         # One line, whatever the backend's message holds: it is shown in terminals and reports.
