@@ -196,10 +196,12 @@ def _load_backend(spec: str):
 
 
 def cmd_fuzz(args) -> int:
+    from conformance.night import forkserver  # first: its imports run beside those below
     from conformance.night import NightConfig, run_night
     from conformance.night.baseline import load_baseline
 
     _check_report_dir(args.report_dir)
+    forkserver.start(args.backend)
     if args.db is not None:
         from conformance.night.database import Unreachable, check
 

@@ -451,3 +451,13 @@ def test_a_sweep_program_of_a_settled_class_that_no_known_issue_explains_is_reco
     while not worker.outbox.empty():
         hits.append(worker.outbox.get())
     assert [type(h).__name__ for h in hits if getattr(h, "bug", None) == key][-1:] == ["Hit"], hits
+
+
+def test_the_fork_server_imports_a_built_in_compiler_but_never_a_users_backend_module():
+    # A built-in backend's compiler is imported once, before any worker is forked; a user's
+    # module (`package.module:factory`) may do anything at import, so only its worker imports it.
+    from conformance.night.forkserver import ENGINE, preloaded
+
+    assert preloaded("thunder[cache=no caching]") == [*ENGINE, "thunder"]
+    assert "thunder.dynamo" in preloaded("thunderfx") and "torch._dynamo" in preloaded("torch.compile[backend=eager]")
+    assert preloaded("tests.fake_backends:breaks_every_way") == list(ENGINE) == preloaded("eager")

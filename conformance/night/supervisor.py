@@ -24,6 +24,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from conformance.night import forkserver
 from conformance.night.config import NightConfig
 from conformance.night.crash import DIED, FLOOD, OUT_OF_MEMORY, STUCK, RunFailure, crash_record
 from conformance.night.messages import Beat, Exit, Hit, Shrunk
@@ -78,11 +79,7 @@ class Supervisor:
     def __init__(self, cfg: NightConfig, out=sys.stdout):
         self.cfg, self.out = cfg, out
         self.folder = Path(cfg.report_dir)
-        # Workers are forked from a fork server, a fresh interpreter that has imported torch and
-        # the engine and done nothing else: no state of this process is shared, and a restarted
-        # or recycled worker is up in a fraction of a second instead of 3 s of imports.
-        self.ctx = mp.get_context("forkserver")
-        self.ctx.set_forkserver_preload(["torch", "hypothesis", "conformance.check", "conformance.engine"])
+        self.ctx = forkserver.context(cfg.backend)
         self.messages = self.ctx.Queue()
         self.stop = self.ctx.Event()
         self.slots = [Slot(i) for i in range(cfg.workers)]
