@@ -84,6 +84,18 @@ def restore(state: GlobalState) -> list[str]:
     return changed
 
 
+def broken() -> str | None:
+    """Why torch no longer runs an op in this thread, or None while it does. A backend can leave
+    the thread's dispatch state broken, after which every op raises, eager's too (torch.compile
+    failing on a view made in inference mode: pytorch/pytorch#169477): no later example of the
+    process means anything. Not set back: a state that cannot be read cannot be restored."""
+    try:
+        torch.zeros(1).add_(1)
+    except Exception as exc:  # noqa: BLE001 - whatever it is, the process is of no more use
+        return f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"
+    return None
+
+
 @contextlib.contextmanager
 def isolated(changed: list[str] | None = None) -> Iterator[None]:
     """Run the block, then restore torch's global state as it was; `changed` gets what the

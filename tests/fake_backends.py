@@ -354,3 +354,33 @@ class RemovesDeadCodeMasksErrors(MasksErrors):
 
     declarations = frozenset({Declaration.DEAD_CODE_REMOVED})
 removes_dead_code_masks_errors = RemovesDeadCodeMasksErrors
+
+
+class _FactoriesRaise(torch.overrides.TorchFunctionMode):
+    # As the real breakage first shows: the next example's torch.randn raises.
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        if getattr(func, "__name__", "") in ("zeros", "ones", "randn", "empty", "tensor"):
+            raise RuntimeError("state INTERNAL ASSERT FAILED (planted): PythonDispatcherTLS was not set")
+        return func(*args, **(kwargs or {}))
+
+
+class BreaksTorchUnderInferenceMode(_Wrapping):
+    """A call under inference mode leaves every later op of the thread raising, eager's too, as
+    torch.compile does after failing on a view made in inference mode (pytorch/pytorch#169477):
+    a mode entered on the thread's stack and never left. Once a night (a file, BREAKS_COUNTER,
+    remembers it across the worker's processes), so that the rest of the night runs."""
+
+    fault = "torch broken after a call under inference_mode"
+
+    def call(self, fn, args, compiled):
+        from pathlib import Path
+
+        out = fn(*args)
+        done = Path(os.environ["BREAKS_COUNTER"])
+        if torch.is_inference_mode_enabled() and not done.exists():
+            done.write_text("broken")
+            _FactoriesRaise().__enter__()
+        return out
+
+
+breaks_torch_under_inference_mode = BreaksTorchUnderInferenceMode

@@ -367,6 +367,19 @@ def test_a_backend_that_breaks_its_process_is_a_finding_and_the_night_goes_on(tm
     assert "compile_with_backend" in repro.read_text()  # the example it died on, as a repro
 
 
+@pytest.mark.slow
+def test_an_example_that_leaves_torch_broken_is_recorded_and_the_worker_starts_afresh(tmp_path, monkeypatch):
+    # After it every op raises, eager's too: the example that broke torch is the finding (not the
+    # next one, which fails in the harness), and a fresh process goes on with the night.
+    monkeypatch.setenv("BREAKS_COUNTER", str(tmp_path / "broken"))
+    s = night(tmp_path / "night", "tests.fake_backends:breaks_torch_under_inference_mode", 20, 1)
+    crashes = [m for m in s["mismatches"] if m["oracle"] == "crash"]
+    assert [m["signature"] for m in crashes] == ["crash.torch left broken | every op raised after this example; "
+                                                  "worker restarted"], s["mismatches"]
+    assert "inference_mode" in {c["ambient"] for c in crashes[0]["schedule"]}  # the call that broke it
+    assert s["workers"][0]["restarts"] == 1 and s["examples"] >= 20
+
+
 def test_a_class_met_only_while_another_shrank_gets_its_last_pass(tmp_path, monkeypatch):
     # A worker meets a class in a candidate of another class's shrink: it saves the program raw
     # and goes on shrinking the other. If no later draw meets the class again, its repro would be

@@ -1,5 +1,5 @@
 """The record of an example that broke its worker: it died, hung where SIGALRM cannot reach it,
-ran out of memory, or wrote without end."""
+ran out of memory, wrote without end, or left torch unable to run an op."""
 
 from __future__ import annotations
 
@@ -27,6 +27,10 @@ DIED = "crash", "worker died"
 OUT_OF_MEMORY = "crash", "out of memory"
 FLOOD = "crash", "output flood"
 STUCK = "hang", "example timed out"
+BROKEN = "crash", "torch left broken"
+# The exit code of a worker whose last example left torch unable to run an op: its current.json
+# is that example, which the supervisor records as BROKEN before it starts a fresh process.
+BROKEN_EXIT = 75
 
 
 def crash_record(cfg: NightConfig, wid: int, failure: RunFailure, note: str, seconds: float, examples: int) -> dict:

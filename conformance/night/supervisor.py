@@ -26,7 +26,7 @@ from pathlib import Path
 
 from conformance.night import forkserver
 from conformance.night.config import NightConfig
-from conformance.night.crash import DIED, FLOOD, OUT_OF_MEMORY, STUCK, RunFailure, crash_record
+from conformance.night.crash import BROKEN, BROKEN_EXIT, DIED, FLOOD, OUT_OF_MEMORY, STUCK, RunFailure, crash_record
 from conformance.night.messages import Beat, Exit, Hit, Shrunk
 from conformance.night.signals import StopSignals
 from conformance.night.worker import output_log, rss_mb, worker_main
@@ -73,6 +73,12 @@ class Slot:
             self.spent.update(self.now.seconds)
         self.now, self.examples_now, self.finished, self.started = None, 0, None, False
         self.growth = (0.0, 0)
+
+
+def _died(exitcode: int) -> RunFailure:
+    if exitcode == BROKEN_EXIT:  # the worker saw torch fail on a plain op after its example
+        return RunFailure(*BROKEN, "every op raised after this example; worker restarted")
+    return RunFailure(*DIED, f"exit code {exitcode}" + (f" (signal {-exitcode})" if exitcode < 0 else ""))
 
 
 class Supervisor:
@@ -187,9 +193,8 @@ class Supervisor:
             if slot.finished is None:  # no Exit message: it died (os._exit(0) too), not by its own choice
                 slot.crashes += 1
                 slot.examples += 1  # the example it died on: a backend that always crashes ends too
-                code = f"exit code {p.exitcode}" + (f" (signal {-p.exitcode})" if p.exitcode < 0 else "")
                 log = output_log(self.cfg, slot.id, slot.restarts)
-                self.crash_records.append(self.crash_record(slot, RunFailure(*DIED, code), f"its output: {log}"))
+                self.crash_records.append(self.crash_record(slot, _died(p.exitcode), f"its output: {log}"))
         slot.process = None
         share = self.cfg.share(slot.id)
         if slot.finished != "done" and not self.stop.is_set() and time.time() < deadline \

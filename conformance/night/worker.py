@@ -28,6 +28,7 @@ import json
 import os
 import resource
 import signal
+import sys
 import time
 from collections import Counter
 from pathlib import Path
@@ -212,11 +213,26 @@ class Worker(AsTheyAre):
             result = self.run(program, self.backend, schedule)
         except ExampleTimeout:
             return self.hung(program, schedule)
+        except Exception:  # the harness failed: where torch itself no longer works, say so
+            self.exit_if_torch_broken()
+            raise
         finally:
             signal.setitimer(signal.ITIMER_REAL, 0)
         if self.run.misses > before:
             self.constructs.update(constructs(program) or {"plain ops"})
+            self.exit_if_torch_broken()
         return result
+
+    def exit_if_torch_broken(self) -> None:
+        """After an example that left torch unable to run an op, every later one would fail on
+        both sides: the process ends, its current.json (this example) for the supervisor to record."""
+        from conformance import grad_mode
+        from conformance.night.crash import BROKEN_EXIT
+
+        why = grad_mode.broken()
+        if why is not None:
+            print(f"torch cannot run an op after this example ({why}); the worker exits", file=sys.stderr, flush=True)
+            os._exit(BROKEN_EXIT)
 
     def hung(self, program, schedule):
         from conformance.check import Result
