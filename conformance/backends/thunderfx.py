@@ -5,6 +5,12 @@ Recompiles are not modelled: Dynamo guards on grad mode itself and counts graphs
 compilations of the function (as for torch.compile), so the recompiles oracle says "not
 applicable". No trace facts: a function's traces are split over Dynamo's subgraphs, and the
 markers the traces oracle reads are those of thunder.jit's one trace.
+
+What it declares, checked by hand on thunder 0.2.6 and torch 2.9.1: each graph is compiled with
+its backward at the first call, so an error eager raises in backward may come at the call, with
+eager's own message (`b.unbind(0)[0].mul_(0.5)` on a view made under the caller's no_grad:
+eager's backward raises "A view was created in no_grad mode and its base ... modified inplace",
+thunderfx's call raises BackendCompilerFailed caused by that same RuntimeError).
 """
 
 from __future__ import annotations
@@ -14,13 +20,14 @@ from typing import Callable
 
 import torch
 
+from conformance.backends.base import Declaration
 from conformance.backends.thunder import _import_thunder
 
 
 class ThunderFXBackend:
     name = "thunderfx"
     capabilities: frozenset[str] = frozenset()
-    declarations: frozenset = frozenset()  # held to eager in everything
+    declarations = frozenset({Declaration.BACKWARD_ERRORS_AT_CALL})
     recompile_policy = None
 
     def __init__(self):
