@@ -65,6 +65,39 @@ def needed_constructs(m: dict, backend) -> frozenset[str]:
     return frozenset(needed)
 
 
+def root_cause(m: dict, backend, issues) -> str | None:
+    """The known issue a recorded mismatch is, by the registry as it is now (a summary's
+    `known_issue` is the registry's word on the night it ran): its program re-run on `backend`,
+    its class put first, classified. None: new."""
+    from conformance import serialize
+    from conformance.check import run_example
+    from conformance.engine import finding_of, focus
+    from conformance.oracles.mismatch import class_key
+
+    if not m.get("program") or not m.get("class"):
+        return m.get("known_issue")
+    result = run_example(serialize.decode(m["program"]), backend, serialize.decode(m["schedule"]))
+    led = focus(result, lambda key: str(key) != m["class"]) if result.mismatches else None
+    if led is None:  # it did not show again: the night's word stands
+        return m.get("known_issue")
+    known = finding_of(led, backend.name, issues).known
+    return known.id if known else None
+
+
+def by_root_cause(hits: list[dict]) -> list[tuple[str | None, dict]]:
+    """One (known issue, record) per root cause a cell's signatures come from, the record with
+    the shortest program standing for its known issue; each new signature stands alone."""
+    best: dict[str, dict] = {}
+    new = []
+    for m in hits:
+        issue = m.get("known_issue")
+        if not issue:
+            new.append((None, m))
+        elif issue not in best or m.get("statements", 0) < best[issue].get("statements", 0):
+            best[issue] = m
+    return sorted(best.items()) + new
+
+
 def cells(summary: dict | None, needs: dict[str, frozenset[str]] | None = None) -> dict[str, tuple[str, list[dict]]]:
     """Each row's cell; `needs` gives each signature's needed constructs (by default, all its
     shrunk program has)."""
@@ -94,19 +127,23 @@ def write_matrix(summaries: dict[str, dict | None], report_dirs: dict[str, Path]
     links = docs / "matrix"
     shutil.rmtree(links, ignore_errors=True)
     backends_of = backends or {}
+    summaries = {b: s and _retriaged(s, backends_of.get(b)) for b, s in summaries.items()}
     table = {b: cells(s, s and {m["signature"]: needed_constructs(m, backends_of.get(b)) for m in s["mismatches"]})
              for b, s in summaries.items()}
     backends = list(summaries)
     lines = ["# Conformance matrix", "",
              "Constructs (rows) against backends (columns), from `python -m conformance matrix`. "
-             "A cell links to the repro of each signature whose shrunk program needs the construct "
-             "(no edit that removes it keeps the mismatch); "
-             "known issues are in `conformance/known_issues.toml`.", ""]
+             "A cell links one repro per root cause whose shrunk program needs the construct "
+             "(no edit that removes it keeps the mismatch): the known issue's id "
+             "(`conformance/known_issues.toml`, docs/findings.md), or *new* for a signature no known "
+             "issue explains; the link's title is the signature.", ""]
     for b in backends:
         s = summaries[b]
         if s:
+            causes = {m["known_issue"] for m in s["mismatches"] if m.get("known_issue")}
+            new = sum(1 for m in s["mismatches"] if not m.get("known_issue"))
             lines.append(f"- **{b}**: {s['examples']} examples in {s['seconds']:.0f} s, "
-                         f"{len(s['mismatches'])} signatures; versions "
+                         f"{len(s['mismatches'])} signatures of {len(causes)} known issues and {new} new; versions "
                          + ", ".join(f"{k} {v}" for k, v in sorted(s['versions'].items())))
         else:
             lines.append(f"- **{b}**: not run (could not be loaded)")
@@ -117,11 +154,12 @@ def write_matrix(summaries: dict[str, dict | None], report_dirs: dict[str, Path]
             state, hits = table[b][label]
             if hits:
                 refs = []
-                for m in hits:
+                for issue, m in by_root_cause(hits):
                     target = links / b / (Path(m["repro"]).parent.name + ".py")
                     target.parent.mkdir(parents=True, exist_ok=True)
                     shutil.copyfile(report_dirs[b] / m["repro"], target)
-                    refs.append(f"[{len(refs) + 1}]({target.relative_to(docs).as_posix()} \"{m['signature']}\")")
+                    title = m["signature"].replace('"', "'")
+                    refs.append(f"[{issue or 'new'}]({target.relative_to(docs).as_posix()} \"{title}\")")
                 row.append(f"{state} " + " ".join(refs))
             else:
                 row.append(state)
@@ -131,6 +169,15 @@ def write_matrix(summaries: dict[str, dict | None], report_dirs: dict[str, Path]
     (docs / "matrix.json").write_text(json.dumps(
         {b: {label: state for label, (state, _) in table[b].items()} for b in backends}, indent=1))
     return path
+
+
+def _retriaged(summary: dict, backend) -> dict:
+    if backend is None:
+        return summary
+    from conformance import known_issues
+
+    issues = known_issues.holding(known_issues.load(), backend)
+    return summary | {"mismatches": [m | {"known_issue": root_cause(m, backend, issues)} for m in summary["mismatches"]]}
 
 
 def run_matrix(backends: list[str], seconds: float, workers: int, seed: int | None, report_root: Path,

@@ -64,5 +64,38 @@ def test_write_matrix_links_each_mismatch_to_a_checked_in_repro(tmp_path):
     s = summary([mm(DETACH, "requires_grad", "flags")], {"detach": 1})
     path = write_matrix({"thunder": s, "other": None}, {"thunder": run, "other": run}, tmp_path / "docs")
     text = path.read_text()
-    assert "| .detach() | mismatch [1](matrix/thunder/a.py" in text and "| not run |" in text
+    assert "| .detach() | mismatch [new](matrix/thunder/a.py" in text and "| not run |" in text
     assert (tmp_path / "docs" / "matrix" / "thunder" / "a.py").read_text() == "print('repro')\n"
+
+
+def test_a_cell_links_one_repro_per_root_cause_the_shortest():
+    from conformance.matrix import by_root_cause
+
+    long, short, other = ({"signature": s, "known_issue": "x", "statements": n} for s, n in (("s1", 4), ("s2", 2), ("s3", 1)))
+    new = {"signature": "s4", "known_issue": None, "statements": 1}
+    assert by_root_cause([long, new, short, other | {"known_issue": "w"}]) == [("w", other | {"known_issue": "w"}),
+                                                                              ("x", short), (None, new)]
+
+
+def test_the_root_cause_is_the_registrys_word_now_not_the_nights():
+    import pytest
+
+    from conformance.backends import get
+    from conformance.check import run_example
+    from conformance.generators.schedules import CallSpec
+    from conformance.matrix import root_cause
+    from conformance.oracles.mismatch import class_key
+
+    pytest.importorskip("thunder", reason="thunder is not installed")
+    thunder = get("thunder")
+    m = mm(REQUIRES_GRAD, "backend raised during call", "exceptions") | {"known_issue": None}
+    m["class"] = str(class_key(run_example(REQUIRES_GRAD, thunder, (CallSpec(),)).mismatches[0]))
+    from conformance import known_issues
+
+    issues = known_issues.load()
+    assert root_cause(m, thunder, issues) == "requires-grad-method-unsupported"  # the night had called it new
+    # Planted fault: a summary that calls a backend's own fault a known issue is not believed.
+    faulty = get("conformance.backends.faulty:perturbs_outputs")
+    m = mm(DETACH) | {"known_issue": "requires-grad-method-unsupported"}
+    m["class"] = str(class_key(run_example(DETACH, faulty, (CallSpec(),)).mismatches[0]))
+    assert root_cause(m, faulty, issues) is None
