@@ -41,6 +41,10 @@ ROWS = [
 ]
 
 
+# A crash or hang record's program killed, hung or broke its worker: not run in this process.
+UNSAFE_TO_RUN = ("crash", "hang")
+
+
 def needed_constructs(m: dict, backend) -> frozenset[str]:
     """The constructs of a recorded mismatch's program that it needs: each one some edit of the
     reducer removes while `backend` still shows the record's class is left out."""
@@ -54,7 +58,7 @@ def needed_constructs(m: dict, backend) -> frozenset[str]:
         return frozenset()
     program, schedule = serialize.decode(m["program"]), serialize.decode(m["schedule"])
     needed = set(constructs(program))
-    if backend is None or not m.get("class"):
+    if backend is None or not m.get("class") or m.get("oracle") in UNSAFE_TO_RUN:
         return frozenset(needed)
     for candidate, calls in candidates(program, schedule):
         lost = needed - constructs(candidate)
@@ -74,7 +78,7 @@ def root_cause(m: dict, backend, issues) -> str | None:
     from conformance.engine import finding_of, focus
     from conformance.oracles.mismatch import class_key
 
-    if not m.get("program") or not m.get("class"):
+    if not m.get("program") or not m.get("class") or m.get("oracle") in UNSAFE_TO_RUN:
         return m.get("known_issue")
     result = run_example(serialize.decode(m["program"]), backend, serialize.decode(m["schedule"]))
     led = focus(result, lambda key: str(key) != m["class"]) if result.mismatches else None

@@ -99,3 +99,14 @@ def test_the_root_cause_is_the_registrys_word_now_not_the_nights():
     m = mm(DETACH) | {"known_issue": "requires-grad-method-unsupported"}
     m["class"] = str(class_key(run_example(DETACH, faulty, (CallSpec(),)).mismatches[0]))
     assert root_cause(m, faulty, issues) is None
+
+
+def test_a_crash_or_hang_record_is_never_run_in_the_matrixs_process():
+    # Its program killed, hung or broke a worker. Planted fault: running it with this backend
+    # (no `name`, no `compile`) raises.
+    from conformance.matrix import root_cause
+
+    for oracle in ("crash", "hang"):
+        m = mm(DETACH, "worker died", oracle) | {"class": f"{oracle}.x", "known_issue": None}
+        assert needed_constructs(m, object()) == constructs(DETACH)
+        assert root_cause(m, object(), []) is None
