@@ -284,13 +284,20 @@ def cmd_selfcheck(args) -> int:
     return 0 if all(r["caught"] for r in rows) else 1
 
 
+def _spec_and_folder(item: str) -> tuple[str, str, str]:
+    """`SPEC=DIR`, where SPEC may hold `=` in its options: `torch.compile[backend=eager]=DIR`."""
+    after = item.index("]") + 1 if "]" in item else 0
+    spec, sep, folder = item[after:].partition("=")
+    return item[:after] + spec, sep, folder
+
+
 def cmd_matrix(args) -> int:
     from conformance.matrix import run_matrix
 
     _check_report_dir(args.report_dir)
     use = {}
     for item in args.use:
-        spec, sep, folder = item.partition("=")
+        spec, sep, folder = _spec_and_folder(item)
         if not sep or not (Path(folder) / "summary.json").is_file():
             raise UsageError(f"--use {item!r}: expected SPEC=DIR with DIR/summary.json from a fuzz run")
         use[spec] = Path(folder)

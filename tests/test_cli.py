@@ -111,3 +111,11 @@ def test_replay_of_a_summary(tmp_path):
     assert broken.returncode == 2, broken.stdout + broken.stderr
     assert "cannot run (exit 1: this repro is broken)" in broken.stdout
     assert "0 of 1 repro scripts still reproduce; 1 could not be run" in broken.stdout
+
+
+def test_matrix_use_takes_a_spec_with_options():
+    from conformance.cli import _spec_and_folder
+
+    assert _spec_and_folder("torch.compile[backend=eager]=/tmp/a=b") == ("torch.compile[backend=eager]", "=", "/tmp/a=b")
+    assert _spec_and_folder("thunder=/tmp/x") == ("thunder", "=", "/tmp/x")
+    assert _spec_and_folder("thunder")[1] == ""  # no folder: the command says what it expected
