@@ -94,7 +94,7 @@ class Shows:
             return True
         if program is None and (asks_program or sig.constructs is None):
             return False  # nothing to check them on
-        have = set(constructs(program) if program is not None else sig.constructs) - {"return_is_grad_enabled"}
+        have = set(constructs(program) if program is not None else sig.constructs) - {UNMATCHED_CONSTRUCT}
         if not set(self.constructs) <= have or (self.any_of and not have & set(self.any_of)):
             return False
         if self.others is not None and not have <= set(self.constructs) | set(self.any_of) | set(self.others):
@@ -111,6 +111,11 @@ class Shows:
                  + (self.another_output_requires_grad is not None))
         return (len(self.needs) + bool(self.ops), asked,
                 min(map(len, self.eager + self.backend + self.message), default=0))
+
+
+# Most programs return torch.is_grad_enabled() (so that a grad-mode fault shows as a value):
+# a signature and a table's constructs leave it out, or every table would have to name it.
+UNMATCHED_CONSTRUCT = "return_is_grad_enabled"
 
 
 def _side(oracle: str, value: str, wanted: tuple[str, ...]) -> bool:
@@ -190,6 +195,10 @@ def _shows(entry: dict, defaults: dict) -> Shows:
         raise KeyError(f"ops {bad} are not in conformance/ops.py")
     if bad := [n for n in shows.needs if n not in FACTS]:
         raise KeyError(f"facts {bad} are not known (known: {sorted(FACTS)})")
+    if UNMATCHED_CONSTRUCT in shows.constructs + shows.any_of + (shows.others or ()):
+        raise KeyError(f"construct {UNMATCHED_CONSTRUCT!r} is never matched (signatures leave it out: most "
+                       "programs return torch.is_grad_enabled()); ask needs = [\"grad mode read or restored "
+                       "where the function changed it\"] instead")
     if shows.call not in ("", "first", "later"):
         raise KeyError(f"call {shows.call!r} is not 'first' or 'later'")
     return shows

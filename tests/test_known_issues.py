@@ -72,7 +72,11 @@ def test_a_table_with_an_unknown_field_or_no_table_is_refused(tmp_path):
                       (text.replace('[[issue.shows]]\noracle = "exceptions"\nmessage = ["Unknown attribute requires_grad_"]',
                                     "", 1), "no \\[\\[issue.shows"),
                       (text.replace('oracle = "exceptions"\nmessage = ["Unknown', 'oracle = "exception"\nmessage = ["Unknown',
-                                    1), "exception")):
+                                    1), "exception"),
+                      # a construct every signature leaves out: the table could never match
+                      (text.replace('message = ["Unknown attribute requires_grad_"]',
+                                    'message = ["Unknown attribute requires_grad_"]\nconstructs = ["return_is_grad_enabled"]',
+                                    1), "never matched")):
         assert bad != text
         (tmp_path / "k.toml").write_text(bad)
         with pytest.raises(known_issues.BadKnownIssues, match=says):
