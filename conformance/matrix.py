@@ -69,10 +69,15 @@ def needed_constructs(m: dict, backend) -> frozenset[str]:
     return frozenset(needed)
 
 
+# root_cause's word for a record whose class no longer shows when its program runs again (a
+# backend now declares the difference, or it was fixed): left out of the matrix.
+GONE = "no longer shows"
+
+
 def root_cause(m: dict, backend, issues) -> str | None:
-    """The known issue a recorded mismatch is, by the registry as it is now (a summary's
-    `known_issue` is the registry's word on the night it ran): its program re-run on `backend`,
-    its class put first, classified. None: new."""
+    """The known issue a recorded mismatch is, by the registry and the backend as they are now
+    (a summary's `known_issue` is the registry's word on the night it ran): its program re-run
+    on `backend`, its class put first, classified. None: new; GONE: its class does not show."""
     from conformance import serialize
     from conformance.check import run_example
     from conformance.engine import finding_of, focus
@@ -82,8 +87,8 @@ def root_cause(m: dict, backend, issues) -> str | None:
         return m.get("known_issue")
     result = run_example(serialize.decode(m["program"]), backend, serialize.decode(m["schedule"]))
     led = focus(result, lambda key: str(key) != m["class"]) if result.mismatches else None
-    if led is None:  # it did not show again: the night's word stands
-        return m.get("known_issue")
+    if led is None:
+        return GONE
     known = finding_of(led, backend.name, issues).known
     return known.id if known else None
 
@@ -147,7 +152,8 @@ def write_matrix(summaries: dict[str, dict | None], report_dirs: dict[str, Path]
             causes = {m["known_issue"] for m in s["mismatches"] if m.get("known_issue")}
             new = sum(1 for m in s["mismatches"] if not m.get("known_issue"))
             lines.append(f"- **{b}**: {s['examples']} examples in {s['seconds']:.0f} s, "
-                         f"{len(s['mismatches'])} signatures of {len(causes)} known issues and {new} new; versions "
+                         f"{len(s['mismatches'])} signatures of {len(causes)} known issues and {new} new"
+                         + (f" ({s['gone']} more no longer show)" if s.get("gone") else "") + "; versions "
                          + ", ".join(f"{k} {v}" for k, v in sorted(s['versions'].items())))
         else:
             lines.append(f"- **{b}**: not run (could not be loaded)")
@@ -181,7 +187,9 @@ def _retriaged(summary: dict, backend) -> dict:
     from conformance import known_issues
 
     issues = known_issues.holding(known_issues.load(), backend)
-    return summary | {"mismatches": [m | {"known_issue": root_cause(m, backend, issues)} for m in summary["mismatches"]]}
+    now = [m | {"known_issue": root_cause(m, backend, issues)} for m in summary["mismatches"]]
+    return summary | {"mismatches": [m for m in now if m["known_issue"] != GONE],
+                      "gone": sum(m["known_issue"] == GONE for m in now)}
 
 
 def run_matrix(backends: list[str], seconds: float, workers: int, seed: int | None, report_root: Path,

@@ -99,6 +99,10 @@ def test_the_root_cause_is_the_registrys_word_now_not_the_nights():
     m = mm(DETACH) | {"known_issue": "requires-grad-method-unsupported"}
     m["class"] = str(class_key(run_example(DETACH, faulty, (CallSpec(),)).mismatches[0]))
     assert root_cause(m, faulty, issues) is None
+    # A record whose class the backend no longer shows (fixed, or declared) is gone.
+    from conformance.matrix import GONE
+
+    assert root_cause(m, get("eager"), issues) == GONE
 
 
 def test_a_crash_or_hang_record_is_never_run_in_the_matrixs_process():
