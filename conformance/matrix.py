@@ -168,7 +168,8 @@ def write_matrix(summaries: dict[str, dict | None], report_dirs: dict[str, Path]
                     target = links / b / (Path(m["repro"]).parent.name + ".py")
                     target.parent.mkdir(parents=True, exist_ok=True)
                     shutil.copyfile(report_dirs[b] / m["repro"], target)
-                    title = m["signature"].replace('"', "'")
+                    # A table cell ends at a bare `|`, which every signature holds.
+                    title = m["signature"].replace('"', "'").replace("|", "\\|")
                     refs.append(f"[{issue or 'new'}]({target.relative_to(docs).as_posix()} \"{title}\")")
                 row.append(f"{state} " + " ".join(refs))
             else:

@@ -65,6 +65,8 @@ def test_write_matrix_links_each_mismatch_to_a_checked_in_repro(tmp_path):
     path = write_matrix({"thunder": s, "other": None}, {"thunder": run, "other": run}, tmp_path / "docs")
     text = path.read_text()
     assert "| .detach() | mismatch [new](matrix/thunder/a.py" in text and "| not run |" in text
+    row = next(line for line in text.splitlines() if line.startswith("| .detach()"))
+    assert len(row.replace("\\|", "").split("|")) == 5, row  # 3 cells: the signature's bar does not split one
     assert (tmp_path / "docs" / "matrix" / "thunder" / "a.py").read_text() == "print('repro')\n"
 
 
