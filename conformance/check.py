@@ -37,7 +37,7 @@ def run_example(program: Program, backend, schedule: Schedule = SINGLE_CALL,
     if Declaration.DEAD_CODE_REMOVED in side.declarations and _eager_raised_alone(eager, side):
         # The backend may skip what nothing reads: its reference is eager of the live program,
         # so an error eager raises only in a dead statement is not one the backend owes.
-        live = slicing.live(program)
+        live = slicing.dead_code_reference(program, tuple(c.ambient for c in schedule))
         if live != program:
             eager = runner.run(live, None, schedule, None, timer)
             with runner._phase(timer, "oracles"):

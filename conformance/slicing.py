@@ -53,6 +53,42 @@ def live(program: Program) -> Program:
                                          for h in called.helpers))
 
 
+def dead_code_reference(program: Program, ambients: tuple[str, ...]) -> Program:
+    """What eager must run to be the reference of a backend that removes dead code
+    (DEAD_CODE_REMOVED), called under `ambients`: the live part of the branches it takes."""
+    return live(taken(program, ambients))
+
+
+def taken(program: Program, ambients: tuple[str, ...]) -> Program:
+    """`program` with each `if torch.is_grad_enabled():` that eager takes the same way in every
+    call (`ambients`: the calls' ambient modes) replaced by the branch it takes. Dynamo
+    specializes a function on grad mode: a value read only in the branch not taken is dead in
+    what it compiles, so it is not kept alive for `live` by that branch either."""
+    from conformance.program_facts import run_order
+
+    ways: dict[int, set[bool]] = {}
+    for ambient in set(ambients):
+        for step in run_order(program, ambient):
+            if isinstance(step.statement, IfGradEnabled) and not step.statement.condition:
+                ways.setdefault(id(step.statement), set()).add(step.mode.grad)
+
+    def block(statements: tuple[Statement, ...]) -> tuple[Statement, ...]:
+        out: list[Statement] = []
+        for s in statements:
+            if isinstance(s, IfGradEnabled) and len(ways.get(id(s), ())) == 1:
+                out += block(s.then if ways[id(s)] == {True} else s.orelse)
+            elif isinstance(s, IfGradEnabled):
+                out.append(replace(s, then=block(s.then), orelse=block(s.orelse)))
+            elif isinstance(s, GradRegion):
+                out.append(replace(s, body=block(s.body)))
+            else:
+                out.append(s)
+        return tuple(out)
+
+    return replace(program, body=block(program.body), helpers=tuple(replace(h, body=block(h.body))
+                                                                     for h in program.helpers))
+
+
 def _live_block(block: tuple[Statement, ...], roots: set[str]) -> tuple[Statement, ...]:
     aliases = _aliases(block)
     needed = set().union(*(aliases.get(r, {r}) for r in roots))

@@ -120,3 +120,21 @@ def test_a_repro_of_a_crash_reproduces_when_the_backend_kills_its_process(tmp_pa
     died = run_repro(tmp_path, record)
     assert died.returncode == 1 and "process died (exit -11)" in died.stdout, died.stdout + died.stderr
     assert run_repro(tmp_path, record, spec="eager").returncode == 0  # the same repro, once fixed
+
+
+def test_a_value_read_only_in_the_branch_not_taken_is_dead():
+    # `t0 = torch.abs(a)` of a bool raises in eager; only the `else` of `if torch.is_grad_enabled()`
+    # reads t0, and a call with grad on takes the other branch: Dynamo compiles that branch alone,
+    # and AOTAutograd removes t0. Planted fault: a reference that keeps both branches.
+    program = Program((BOOL,), (Assign("t0", Call("abs", ("a",))),
+                                IfGradEnabled((Assign("t1", Call("flip", ("a",))),),
+                                              (Assign("t1", Call("flip", ("t0",))),))), ("t1",))
+    assert slicing.dead_code_reference(program, ("grad",)).body == (Assign("t1", Call("flip", ("a",))),)
+    assert slicing.dead_code_reference(program, ("grad", "no_grad")) == slicing.live(program)  # two ways: kept
+    result = run_example(program, get("torch.compile"), (CallSpec(),))
+    assert result.backend.calls[0].error is None and result.mismatches == [], [m.line() for m in result.mismatches]
+    from unittest.mock import patch
+
+    with patch.object(slicing, "taken", lambda p, ambients: p):
+        found = run_example(program, get("torch.compile"), (CallSpec(),)).mismatches
+    assert [m.aspect for m in found] == ["eager raised during call"]

@@ -101,7 +101,8 @@ def render_repro(record: dict) -> str:
     declared = set(record.get("declarations") or ())
     # The same rules as the oracles': eager's reference is the live program where the backend
     # may remove dead code (check.run_example), and a backward error may come from its call.
-    live = slicing.live(program) if Declaration.DEAD_CODE_REMOVED.name in declared else program
+    live = (slicing.dead_code_reference(program, tuple(c.ambient for c in schedule))
+            if Declaration.DEAD_CODE_REMOVED.name in declared else program)
     eager, cotangents = eager_cotangents(live, schedule)
     calls = [(spec.ambient, [_literal(t) for t in runner.make_inputs(program, spec)],
               [None if c is None else _literal(c) for c in cots])
