@@ -66,6 +66,9 @@ def taken(program: Program, ambients: tuple[str, ...]) -> Program:
     what it compiles, so it is not kept alive for `live` by that branch either."""
     from conformance.program_facts import run_order
 
+    if any(isinstance(s, IfGradEnabled) and s.condition
+           for block in (program.body, *(h.body for h in program.helpers)) for s in statements_in(block)):
+        return program  # run_order follows grad mode, not a Read's value: which way those go is unknown here
     ways: dict[int, set[bool]] = {}
     for ambient in set(ambients):
         for step in run_order(program, ambient):

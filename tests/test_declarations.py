@@ -3,6 +3,8 @@ oracles and repro.py allow exactly that, and still catch everything else.
 
 torch.compile (aot_eager) is the backend that declares both; it runs here on the CPU."""
 
+from dataclasses import replace
+
 import pytest
 
 from conformance import slicing
@@ -131,6 +133,15 @@ def test_a_value_read_only_in_the_branch_not_taken_is_dead():
                                               (Assign("t1", Call("flip", ("t0",))),))), ("t1",))
     assert slicing.dead_code_reference(program, ("grad",)).body == (Assign("t1", Call("flip", ("a",))),)
     assert slicing.dead_code_reference(program, ("grad", "no_grad")) == slicing.live(program)  # two ways: kept
+    # A branch on a Read's value beside it: which way that goes is not known statically, nor
+    # the grad mode after it; nothing is replaced.
+    from conformance.program import Read
+
+    on_read = replace(program, body=(Assign("t9", Read("requires_grad", "a")),
+                                     IfGradEnabled((Assign("t8", Call("flip", ("a",))),),
+                                                   (Assign("t8", Call("flip", ("a",))),), condition="t9"))
+                      + program.body)
+    assert slicing.taken(on_read, ("grad",)) == on_read
     result = run_example(program, get("torch.compile"), (CallSpec(),))
     assert result.backend.calls[0].error is None and result.mismatches == [], [m.line() for m in result.mismatches]
     from unittest.mock import patch
