@@ -189,10 +189,29 @@ def sets_grad_mode_in_a_forward(program: Program, ambient: str | None = None) ->
 
 def updates_a_zero_dim_double_input(program: Program, ambient: str | None = None) -> bool:
     """Whether the function updates in place a 0-d float64 input or parameter (torch.compile
-    drops such an update)."""
+    drops such an update), itself or through a value that is it: a view or `detach` of it, or
+    what a decorated helper returns when it returns the parameter it was given it as."""
     names = {t.name for t in program.inputs if t.shape == () and t.dtype == "float64"}
     names |= {f"self.{t.name}" for t in program.parameters if t.shape == () and t.dtype == "float64"}
-    return any(isinstance(s, InPlace) and s.target in names for s in statements_in(program.body))
+    helpers = {h.name: h for h in program.helpers if not h.is_function}
+    for s in statements_in(program.body):
+        if isinstance(s, InPlace) and s.target in names:
+            return True
+        if isinstance(s, Assign) and _same_tensor_as(s.value, helpers) in names:
+            names.add(s.target)
+    return False
+
+
+def _same_tensor_as(value, helpers: dict) -> str | None:
+    """The variable a value is (storage and all), where it is one: a view or `detach` of it, or
+    a decorated helper's result that is the parameter given it."""
+    if isinstance(value, Call) and value.op in VIEWS | {"detach"}:
+        return value.args[0]
+    if isinstance(value, HelperCall) and value.helper in helpers:
+        helper = helpers[value.helper]
+        if helper.result in helper.params:
+            return value.args[helper.params.index(helper.result)]
+    return None
 
 
 # The facts known_issues.toml may name (`needs`), by the name it uses: fact(program, ambient).

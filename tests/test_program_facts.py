@@ -103,3 +103,21 @@ def test_a_value_made_in_inference_mode_is_one_computed_in_its_region_or_under_t
     assert fact(region, "inference_mode") and fact(inner, "grad") and fact(inner, "no_grad")
     assert not fact(region, "grad") and not fact(region, "no_grad")
     assert not fact(after, "grad")  # the op runs after the region: recorded
+
+
+def test_an_update_of_a_zero_dim_double_input_is_seen_through_what_is_that_input():
+    # `t1 = helper0(a, a)` of a `@torch.no_grad()` helper that returns its second parameter is a
+    # itself: `t1.zero_()` updates a (torch.compile drops it). Planted fault: a helper that
+    # returns something else, or an input of another dtype, is no such update.
+    from conformance.program import Helper, HelperCall
+
+    double = (TensorInput("a", (), dtype="float64"),)
+    helper = Helper("helper0", "no_grad", ("p0", "p1"), (op("t0", arg="p0"),), "p1")
+    body = (Assign("t1", HelperCall("helper0", ("a", "a"))), InPlace("t1", "zero_", None))
+    program = Program(double, body, ("t1",), helpers=(helper,))
+    assert facts.updates_a_zero_dim_double_input(program)
+    assert not facts.updates_a_zero_dim_double_input(Program(A[:1], body, ("t1",), helpers=(helper,)))
+    returns_t0 = Helper("helper0", "no_grad", ("p0", "p1"), (op("t0", arg="p0"),), "t0")
+    assert not facts.updates_a_zero_dim_double_input(Program(double, body, ("t1",), helpers=(returns_t0,)))
+    view = (op("t1", "reshape"), InPlace("t1", "add_", "a"))
+    assert facts.updates_a_zero_dim_double_input(Program(double, view, ("a",)))
