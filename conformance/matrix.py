@@ -153,7 +153,8 @@ def write_matrix(summaries: dict[str, dict | None], report_dirs: dict[str, Path]
             new = sum(1 for m in s["mismatches"] if not m.get("known_issue"))
             lines.append(f"- **{b}**: {s['examples']} examples in {s['seconds']:.0f} s, "
                          f"{len(s['mismatches'])} signatures of {len(causes)} known issues and {new} new"
-                         + (f" ({s['gone']} more no longer show)" if s.get("gone") else "") + "; versions "
+                         + (f" ({s['gone']} more no longer show{'s' if s['gone'] == 1 else ''})"
+                            if s.get("gone") else "") + "; versions "
                          + ", ".join(f"{k} {v}" for k, v in sorted(s['versions'].items())))
         else:
             lines.append(f"- **{b}**: not run (could not be loaded)")
