@@ -196,12 +196,11 @@ def _load_backend(spec: str):
 
 
 def cmd_fuzz(args) -> int:
-    from conformance.night import forkserver  # first: its imports run beside those below
+    from conformance.night import forkserver
     from conformance.night import NightConfig, run_night
     from conformance.night.baseline import load_baseline
 
     _check_report_dir(args.report_dir)
-    forkserver.start(args.backend)
     if args.db is not None:
         from conformance.night.database import Unreachable, check
 
@@ -209,6 +208,7 @@ def cmd_fuzz(args) -> int:
             check(args.db)
         except Unreachable as exc:
             raise UsageError(str(exc)) from None
+    forkserver.start(args.backend)  # before the checks below, which import torch and the backend
     try:
         load_baseline(args.baseline)
     except ValueError as exc:
