@@ -36,8 +36,16 @@ class ErrorInfo:
     stage: str  # "setup", "call" or "backward"
 
     def line(self) -> str:
-        first = self.message.strip().splitlines()[0] if self.message.strip() else ""
-        return f"{self.type} during {self.stage}: {first[:300]}"
+        return f"{self.type} during {self.stage}: {self.headline()[:300]}"
+
+    def headline(self) -> str:
+        """The message's first line; where that line only introduces a cause (Dynamo's
+        "BackendCompilerFailed: backend='aot_eager' raised:"), the cause's line with it: the
+        first line alone would give every compiler failure one signature."""
+        lines = [line for line in self.message.strip().splitlines() if line.strip()]
+        if len(lines) > 1 and lines[0].rstrip().endswith(":"):
+            return f"{lines[0].rstrip()} {lines[1].strip()}"
+        return lines[0] if lines else ""
 
 
 @dataclass(frozen=True)

@@ -440,3 +440,38 @@ def test_an_issue_may_name_a_backend_with_its_options():
     assert not dynamo.applies_to("torch.compile") and not dynamo.applies_to("torch.compile[backend=inductor]")
     family = replace(ISSUES[0], backends=("torch.compile",))
     assert family.applies_to("torch.compile[backend=inductor]") and not family.applies_to("thunder")
+
+
+def _region_program(op):
+    from conformance.program import Assign, Call, GradRegion, Program, TensorInput
+
+    region = GradRegion("inference_mode", (Assign("t0", Call(op, ("b",))),))
+    return Program((TensorInput("b", ()),), (region,), ("t0",))
+
+
+def test_an_example_that_broke_its_process_is_known_by_its_program():
+    # A crash's symptom is the same for every bug that breaks torch: the program tells them apart.
+    from conformance.night.crash import BROKEN, DIED, RunFailure, known_issue_of
+
+    broke = RunFailure(*BROKEN, "every op raised after this example")
+    issue = BY_ID["compile-view-in-inference-mode-region-breaks-torch"]
+    assert issue.breaks_its_process
+    assert known_issue_of(broke, _region_program("unsqueeze"), "torch.compile", ISSUES) == issue
+    assert known_issue_of(broke, _region_program("unsqueeze"), "torch.compile[backend=eager]", ISSUES) is None
+    assert known_issue_of(broke, _region_program("mul_scalar"), "torch.compile", ISSUES) is None  # no view
+    assert known_issue_of(RunFailure(*DIED, "exit code -11"), _region_program("unsqueeze"), "torch.compile",
+                          ISSUES) is None  # another way to break
+    assert known_issue_of(broke, None, "torch.compile", ISSUES) is None  # the example was not recovered
+
+
+@pytest.mark.slow
+def test_an_example_run_apart_tells_whether_it_broke_its_process(tmp_path, monkeypatch):
+    # Planted fault: a backend that leaves every later op raising after a call under inference_mode.
+    from conformance.generators.schedules import CallSpec
+    from conformance.night.crash import run_apart
+
+    monkeypatch.setenv("BREAKS_COUNTER", str(tmp_path / "broken"))
+    program, schedule = _region_program("mul_scalar"), (CallSpec(ambient="inference_mode"),)
+    failure = run_apart(program, schedule, "tests.fake_backends:breaks_torch_under_inference_mode")
+    assert failure is not None and failure.signature.startswith("crash.torch left broken")
+    assert run_apart(program, schedule, "identity") is None

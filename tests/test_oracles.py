@@ -288,3 +288,20 @@ def test_a_backward_error_of_outputs_whose_flags_differ_follows_the_flags():
     assert [m.kind for m in found] == ["flags.requires_grad", "flags.grad_fn", "exceptions.backend raised during backward"]
     alone = changed(BASE, error=ErrorInfo("RuntimeError", "boom", "backward"))
     assert oracles.compare(side(BASE), side(alone, name="backend"))[0].oracle == "exceptions"
+
+
+def test_a_wrapped_compiler_error_is_told_apart_by_its_cause():
+    # Dynamo's BackendCompilerFailed says what failed on its second line only: two different
+    # failures must not share one signature.
+    from conformance.oracles.mismatch import Mismatch
+
+    def key(cause):
+        err = ErrorInfo("BackendCompilerFailed", "torch._dynamo.exc.BackendCompilerFailed: backend='aot_eager' "
+                        f"raised:\nRuntimeError: {cause}\n\nWhile executing %add_", "call")
+        return class_key(Mismatch("exceptions", "backend raised during call", "call", "no exception", err.line(), 0,
+                                  "grad"))
+
+    inplace, view = key("Inplace update to inference tensor outside InferenceMode"), key("Cannot set version_counter")
+    assert inplace != view
+    assert inplace.backend.startswith("BackendCompilerFailed during call: RuntimeError: Inplace update")
+    assert ErrorInfo("RuntimeError", "one line: no cause after it", "call").headline() == "one line: no cause after it"

@@ -62,11 +62,13 @@ _CLASSES: dict = {}  # BugClass -> its exception class
 
 def _normal(text: str) -> str:
     # Exception messages carry names, shapes and numbers of one program; keep the words.
-    text = re.sub(r"\b(during (call|backward|setup)): \w+: ", r"\1: ", text)
+    # The type again, qualified or not ("torch._dynamo.exc.TorchRuntimeError: ..."): once is enough.
+    text = re.sub(r"\b(during (call|backward|setup)): [\w.]+: ", r"\1: ", text)
     text = re.sub(r"0x[0-9a-f]+|\d+(\.\d+)?", "N", text)
     text = re.sub(r"\((N(, N)*,?)?\)", "(…)", text)  # shapes
     text = re.sub(r"(float|bfloat|int|uint|complex)N", r"\1", text)  # dtypes
     text = re.sub(r"(['\"]).*?\1", "'…'", text)
+    text = text.replace("backend='…' raised: ", "")  # Dynamo's wrapper: its cause says what failed
     return text[:90]
 
 
