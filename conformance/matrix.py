@@ -83,13 +83,26 @@ def root_cause(m: dict, backend, issues) -> str | None:
     from conformance.engine import finding_of, focus
     from conformance.oracles.mismatch import class_key
 
-    if not m.get("program") or not m.get("class") or m.get("oracle") in UNSAFE_TO_RUN:
+    if m.get("oracle") in UNSAFE_TO_RUN:  # never run here: its program is classified as it stands
+        return _known_crash(m, backend, issues)
+    if not m.get("program") or not m.get("class"):
         return m.get("known_issue")
     result = run_example(serialize.decode(m["program"]), backend, serialize.decode(m["schedule"]))
     led = focus(result, lambda key: str(key) != m["class"]) if result.mismatches else None
     if led is None:
         return GONE
     known = finding_of(led, backend.name, issues).known
+    return known.id if known else None
+
+
+def _known_crash(m: dict, backend, issues) -> str | None:
+    from conformance import serialize
+    from conformance.night.crash import RunFailure, known_issue_of
+
+    if not m.get("program") or not issues:
+        return m.get("known_issue")
+    known = known_issue_of(RunFailure(m["oracle"], m["aspect"], ""), serialize.decode(m["program"]), backend.name,
+                           issues)
     return known.id if known else None
 
 
@@ -154,7 +167,9 @@ def write_matrix(summaries: dict[str, dict | None], report_dirs: dict[str, Path]
             lines.append(f"- **{b}**: {s['examples']} examples in {s['seconds']:.0f} s, "
                          f"{len(s['mismatches'])} signatures of {len(causes)} known issues and {new} new"
                          + (f" ({s['gone']} more no longer show{'s' if s['gone'] == 1 else ''})"
-                            if s.get("gone") else "") + "; versions "
+                            if s.get("gone") else "")
+                         + ("" if backends_of.get(b) else " (the night's own verdicts: its backend is not this "
+                            "process's)") + "; versions "
                          + ", ".join(f"{k} {v}" for k, v in sorted(s['versions'].items())))
         else:
             lines.append(f"- **{b}**: not run (could not be loaded)")
@@ -205,15 +220,16 @@ def run_matrix(backends: list[str], seconds: float, workers: int, seed: int | No
     loaded: dict = {}
     use = use or {}
     for spec in backends:
+        if spec in use:  # a column named by a label ("thunder main") or a SPEC
+            dirs[spec] = use[spec]
+            summaries[spec] = json.loads((use[spec] / "summary.json").read_text())
+            loaded[spec] = _same_backend_here(summaries[spec])
+            continue
         try:
             loaded[spec] = get(spec)
         except BackendUnavailable as exc:
             print(f"{spec}: not run ({exc})")
             summaries[spec] = None
-            continue
-        if spec in use:
-            dirs[spec] = use[spec]
-            summaries[spec] = json.loads((use[spec] / "summary.json").read_text())
             continue
         folder = report_root / spec.replace("[", "_").replace("]", "").replace("=", "-").replace(" ", "-")
         dirs[spec] = folder
@@ -221,3 +237,17 @@ def run_matrix(backends: list[str], seconds: float, workers: int, seed: int | No
                             command=f"python -m conformance matrix --seconds {seconds:g}"))
         summaries[spec] = json.loads((folder / "summary.json").read_text())
     return write_matrix(summaries, dirs, docs, loaded)
+
+
+def _same_backend_here(summary: dict):
+    """The backend a night ran, loaded in this process to re-run its records, where it is the
+    same (the packages it names at the versions the night had); None where not (a night of
+    thunder main beside this venv's release): then the night's own verdicts stand."""
+    from conformance.backends import BackendUnavailable, get
+
+    try:
+        backend = get(summary.get("backend_spec") or summary["backend"])
+    except BackendUnavailable:
+        return None
+    here, there = backend.versions(), summary.get("versions", {})
+    return backend if all(there.get(k) == v for k, v in here.items()) else None

@@ -116,3 +116,29 @@ def test_a_crash_or_hang_record_is_never_run_in_the_matrixs_process():
         m = mm(DETACH, "worker died", oracle) | {"class": f"{oracle}.x", "known_issue": None}
         assert needed_constructs(m, object()) == constructs(DETACH)
         assert root_cause(m, object(), []) is None
+
+
+def test_a_crash_record_is_classified_by_its_program_without_running_it():
+    # The registry's word now: a crash entry (oracle "crash") claims a record the night called new.
+    from types import SimpleNamespace
+
+    from conformance import known_issues
+    from conformance.matrix import root_cause
+
+    region = GradRegion("inference_mode", (Assign("t0", Call("unsqueeze", ("a",))),))
+    m = mm(Program((TensorInput("a", ()),), (region,), ("t0",)), "torch left broken", "crash") | {"known_issue": None}
+    compile_ = SimpleNamespace(name="torch.compile")  # no compile(): running it would raise
+    assert root_cause(m, compile_, known_issues.load()) == "compile-view-in-inference-mode-region-breaks-torch"
+    assert root_cause(m, SimpleNamespace(name="thunder"), known_issues.load()) is None
+
+
+def test_a_column_from_another_venvs_night_keeps_its_own_verdicts():
+    # thunder main's night beside this venv's thunder 0.2.6: its records cannot be re-run here.
+    import torch
+
+    from conformance.matrix import _same_backend_here
+
+    night = summary([], {}) | {"backend": "eager", "versions": {"torch": "0.0.1"}}
+    assert _same_backend_here(night) is None
+    assert _same_backend_here(night | {"versions": {"torch": torch.__version__}}).name == "eager"
+    assert _same_backend_here(night | {"backend": "no-such-backend"}) is None
