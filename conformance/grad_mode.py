@@ -177,6 +177,18 @@ def replaced_function_apply(replacement) -> Iterator[None]:
         torch.autograd.Function.apply = original
 
 
+@contextlib.contextmanager
+def replaced_autocast(replacement) -> Iterator[None]:
+    """Within the block, `torch.autocast(...)` is `replacement(...)` (for planted faults: a
+    compiler that drops autocast regions)."""
+    original = torch.autocast
+    torch.autocast = replacement
+    try:
+        yield
+    finally:
+        torch.autocast = original
+
+
 def recording_set_grad_enabled(log: list[bool]):
     """Record every torch._C._set_grad_enabled call made by eager code in the block.
 

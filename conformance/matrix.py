@@ -22,7 +22,8 @@ from conformance.program import REGION_KINDS
 # Matrix rows: (row label, predicate over a construct name of program.constructs)
 ROWS = [
     ("plain ops", lambda c: c == "plain ops"),
-    *[(f"with torch.{k}()" if k != "set_grad_enabled" else "with torch.set_grad_enabled(b)",
+    *[({"set_grad_enabled": "with torch.set_grad_enabled(b)", "autocast": "with torch.autocast(...)"}.get(
+        k, f"with torch.{k}()"),
        (lambda k: lambda c: c == k or c.startswith(f"{k}("))(k)) for k in REGION_KINDS],
     ("torch.set_grad_enabled(b) call", lambda c: c.startswith("torch.set_grad_enabled(")),
     ("torch._C._set_grad_enabled(b) call", lambda c: c.startswith("torch._C._set_grad_enabled(")),

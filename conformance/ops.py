@@ -65,6 +65,9 @@ UNARY = (
     ("to_round_trip", "{0}.to(torch.float64).to({0}.dtype)"),
     ("zeros_like", "torch.zeros_like({0})"),
     ("ones_like", "torch.ones_like({0})"),
+    # A product that applies to a tensor of any shape: autocast computes it in bfloat16 (float16
+    # on CUDA), as it does matmul, where most pairs of shapes do not multiply.
+    ("dot_self", "{0}.flatten() @ {0}.flatten()"),
 )
 BINARY = (
     ("add", "{0} + {1}"),
@@ -87,7 +90,7 @@ FAMILIES = {
     "reduction": ("sum", "mean", "sum_last", "softmax", "cumsum"),
     "view": ("reshape", "transpose", "slice", "unsqueeze", "flip", "detach"),
     "copy": ("clone", "to_float", "to_double", "to_round_trip"),
-    "binary": ("add", "mul", "sub", "div", "maximum", "minimum", "where", "matmul", "atan2", "hypot"),
+    "binary": ("add", "mul", "sub", "div", "maximum", "minimum", "where", "matmul", "atan2", "hypot", "dot_self"),
     "multi-output": ("chunk", "split", "unbind", "max_dim", "sort", "var_mean", "mean_of_var_mean"),
     "index and fill": ("index_select", "fancy_index", "masked_fill", "where_scalar", "zeros_like", "ones_like"),
 }
@@ -107,6 +110,9 @@ ALIASES = frozenset({"reshape", "transpose", "slice", "unsqueeze", "detach", "to
 # tensor that requires grad still requires grad): not flip (a copy) nor detach.
 VIEWS = frozenset({"reshape", "transpose", "slice", "unsqueeze", "chunk", "split", "unbind"})
 CREATION = ("ones", "zeros", "full", "arange")
+# The ops autocast computes in a lower precision (torch.amp docs, "CPU Ops that can autocast to
+# bfloat16"; on CUDA, to float16); it caches the cast of a leaf that requires grad.
+AUTOCAST_OPS = ("dot_self", "matmul")
 
 
 @dataclass(frozen=True)

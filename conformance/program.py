@@ -15,8 +15,13 @@ from conformance.ops import INPLACE_UNARY, OPS
 DTYPES = ("float32", "float64", "bfloat16", "float16", "int64", "bool")
 FLOAT_DTYPES = ("float32", "float64", "bfloat16", "float16")
 
-# The four ways of changing grad mode for a block, and how each renders.
-REGION_KINDS = ("no_grad", "enable_grad", "set_grad_enabled", "inference_mode")
+# The four ways of changing grad mode for a block, and autocast, which real code nests with them
+# (a no_grad region in an autocast one, autocast(enabled=False) inside an enabled one): it
+# changes the dtype a matmul computes in, and autocast's cache of cast leaves outlives a grad-mode
+# region inside it.
+REGION_KINDS = ("no_grad", "enable_grad", "set_grad_enabled", "inference_mode", "autocast")
+# The dtype autocast computes in, by device type: the defaults of torch.autocast.
+AUTOCAST_DTYPES = {"cpu": "bfloat16", "cuda": "float16"}
 # The two plain calls that flip grad mode for the rest of the function.
 SET_GRAD_APIS = ("torch.set_grad_enabled", "torch._C._set_grad_enabled")
 HELPER_DECORATORS = ("no_grad", "enable_grad")
@@ -155,11 +160,16 @@ class GradRegion:
 
     kind: str
     body: tuple["Statement", ...]
-    enabled: bool = False  # only for set_grad_enabled
+    enabled: bool = False  # only for set_grad_enabled and autocast
+    device: str = "cpu"  # only for autocast: its device type
 
     def header(self) -> str:
         if self.kind == "set_grad_enabled":
             return f"with torch.set_grad_enabled({self.enabled}):"
+        if self.kind == "autocast" and self.enabled:
+            return f'with torch.autocast("{self.device}", dtype=torch.{AUTOCAST_DTYPES[self.device]}):'
+        if self.kind == "autocast":
+            return f'with torch.autocast("{self.device}", enabled=False):'
         return f"with torch.{self.kind}():"
 
 
@@ -395,7 +405,8 @@ def constructs(program: Program) -> frozenset[str]:
     def walk(stmts) -> None:
         for s in stmts:
             if isinstance(s, GradRegion):
-                found.add(s.kind if s.kind != "set_grad_enabled" else f"set_grad_enabled({s.enabled})")
+                found.add(f"{s.kind}({s.enabled})" if s.kind == "set_grad_enabled" or (s.kind == "autocast" and not s.enabled)
+                          else s.kind)
                 walk(s.body)
             elif isinstance(s, SetGradMode):
                 found.add(f"{s.api}({s.enabled})")

@@ -11,11 +11,11 @@ the ambient mode is not known, a fact holds if it holds under one of AMBIENT_MOD
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable, Iterator
 
 from conformance.grad_mode import AMBIENT_GRAD_ENABLED, AMBIENT_MODES
-from conformance.ops import ALIASES, VIEWS
+from conformance.ops import ALIASES, AUTOCAST_OPS, VIEWS
 from conformance.program import (GRAD_ENABLED, Assign, Call, Create, GradRegion, HelperCall, IfGradEnabled, InPlace,
                                  Program, SetGradMode, statements_in)
 
@@ -27,6 +27,9 @@ from conformance.program import (GRAD_ENABLED, Assign, Call, Create, GradRegion,
 class Mode:
     grad: bool  # torch.is_grad_enabled()
     inference: bool = False
+    # The outermost enabled autocast region in effect (its id; 0: autocast off): its cache of cast
+    # leaves lives until that region exits.
+    autocast: int = 0
 
 
 @dataclass(frozen=True)
@@ -49,15 +52,19 @@ def run_order(program: Program, ambient: str) -> Iterator[Step]:
     def walk(block, mode: Mode):
         for s in block:
             yield Step(s, mode, caller)
-            if isinstance(s, GradRegion):
+            if isinstance(s, GradRegion) and s.kind == "autocast":
+                inside = replace(mode, autocast=(mode.autocast or id(s)) if s.enabled else 0)
+                end = yield from walk(s.body, inside)
+                mode = replace(end, autocast=mode.autocast)  # autocast restores its own state, not grad mode
+            elif isinstance(s, GradRegion):
                 yield from walk(s.body, _entered(s, mode))
             elif isinstance(s, SetGradMode):
-                mode = Mode(s.enabled, mode.inference)
+                mode = replace(mode, grad=s.enabled)
             elif isinstance(s, IfGradEnabled):
                 mode = yield from walk(s.then if mode.grad else s.orelse, mode)
             elif isinstance(s, Assign) and isinstance(s.value, HelperCall) and s.value.helper in helpers:
                 helper = helpers[s.value.helper]
-                yield from walk(helper.body, Mode(helper.decorator == "enable_grad", mode.inference))
+                yield from walk(helper.body, replace(mode, grad=helper.decorator == "enable_grad"))
         return mode
 
     end = yield from walk(program.body, caller)
@@ -66,8 +73,8 @@ def run_order(program: Program, ambient: str) -> Iterator[Step]:
 
 def _entered(region: GradRegion, mode: Mode) -> Mode:
     if region.kind == "inference_mode":
-        return Mode(False, True)
-    return Mode(region.kind == "enable_grad" or (region.kind == "set_grad_enabled" and region.enabled), mode.inference)
+        return replace(mode, grad=False, inference=True)
+    return replace(mode, grad=region.kind == "enable_grad" or (region.kind == "set_grad_enabled" and region.enabled))
 
 
 def _under_some_ambient(fact: Callable[[Program, str], bool]) -> Callable[[Program, str | None], bool]:
@@ -214,6 +221,25 @@ def _same_tensor_as(value, helpers: dict) -> str | None:
     return None
 
 
+@_under_some_ambient
+def casts_a_leaf_for_autocast_without_grad_then_with_grad(program: Program, ambient: str) -> bool:
+    """Whether, within one autocast region, a product reads an input or parameter while grad is
+    off and again while it is on: eager's autocast caches the first cast, which has no history
+    (pytorch/pytorch#112583; fixed after torch 2.9), so the second product does not require grad."""
+    leaves = {t.name for t in program.inputs} | {f"self.{t.name}" for t in program.parameters}
+    cast_without_grad = set()
+    for s in run_order(program, ambient):
+        value = getattr(s.statement, "value", None)
+        if not (isinstance(value, Call) and value.op in AUTOCAST_OPS and s.mode.autocast):
+            continue
+        for leaf in set(value.args) & leaves:
+            if not s.mode.grad:
+                cast_without_grad.add((s.mode.autocast, leaf))
+            elif (s.mode.autocast, leaf) in cast_without_grad:
+                return True
+    return False
+
+
 # The facts known_issues.toml may name (`needs`), by the name it uses: fact(program, ambient).
 FACTS = {"an update while grad is off": updates_while_grad_off,
          "an update while grad is on": updates_while_grad_on,
@@ -229,4 +255,5 @@ FACTS = {"an update while grad is off": updates_while_grad_off,
          "a Function that returns its input": a_function_returns_its_input,
          "a Function given one tensor twice": gives_a_function_one_tensor_twice,
          "a plain grad-mode call in a Function's forward": sets_grad_mode_in_a_forward,
-         "an update of a 0-d float64 input": updates_a_zero_dim_double_input}
+         "an update of a 0-d float64 input": updates_a_zero_dim_double_input,
+         "a leaf cast for autocast without grad, then with grad": casts_a_leaf_for_autocast_without_grad_then_with_grad}

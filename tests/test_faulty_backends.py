@@ -22,9 +22,10 @@ CASES = {
     "scales_gradients": "gradients",
     "perturbs_outputs": "outputs",
     "raises_on_grad_mode_calls": "exceptions",
+    "ignores_autocast": "outputs",
 }
 # A fault in one construct is looked for in programs that draw it.
-DRAWS = {"inlines_functions": examples(statements=("op", "helper"))}
+DRAWS = {"inlines_functions": examples(statements=("op", "helper")), "ignores_autocast": examples(regions=("autocast",))}
 BUDGET = settings(max_examples=200, database=None, derandomize=True, deadline=None,
                   phases=[Phase.generate, Phase.shrink],
                   suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])

@@ -42,6 +42,19 @@ def test_renders_what_a_person_would_write():
     )
 
 
+def test_an_autocast_region_renders_as_torch_autocast_on_its_device_and_runs():
+    on = GradRegion("autocast", (Assign("t0", Call("dot_self", ("a",))),), True)
+    off = GradRegion("autocast", (Assign("t1", Call("dot_self", ("a",))),), False)
+    p = Program((X,), (on, off), ("t0", "t1"))
+    source = render(p)
+    assert '    with torch.autocast("cpu", dtype=torch.bfloat16):\n        t0 = a.flatten() @ a.flatten()\n' in source
+    assert '    with torch.autocast("cpu", enabled=False):\n' in source
+    assert constructs(p) >= {"autocast", "autocast(False)"}
+    assert GradRegion("autocast", (), True, "cuda").header() == 'with torch.autocast("cuda", dtype=torch.float16):'
+    side = runner.run(p, None, schedules_single())
+    assert [o.dtype for o in side.calls[0].outputs] == ["bfloat16", "float32"]  # what autocast does
+
+
 def test_nests_to_depth_four_and_runs():
     p = nested(4)
     source = render(p)

@@ -33,6 +33,16 @@ def test_a_region_restores_on_exit_the_mode_it_was_entered_in():
     assert modes(plain, "grad")["t2"] is True and modes(plain, "no_grad")["t2"] is False
 
 
+def test_an_autocast_region_leaves_grad_mode_as_its_body_set_it():
+    # autocast restores autocast state on exit, not grad mode: a plain call inside it outlives it.
+    # Planted fault: treating it as a grad-mode region would give t1 the mode of the region's entry.
+    inside = (SetGradMode("torch.set_grad_enabled", False), op("t0"))
+    program = Program(A, (GradRegion("autocast", inside, True), op("t1")), ("a",))
+    assert modes(program, "grad") == {"t0": False, "t1": False}
+    restored = Program(A, (GradRegion("no_grad", (GradRegion("autocast", (op("t0"),), True),)), op("t1")), ("a",))
+    assert modes(restored, "grad") == {"t0": False, "t1": True}
+
+
 def test_inference_mode_is_kept_where_grad_is_turned_back_on():
     program = Program(A, (GradRegion("inference_mode", (SetGradMode("torch.set_grad_enabled", True), op("t0"))),),
                       ("a",))
@@ -121,3 +131,18 @@ def test_an_update_of_a_zero_dim_double_input_is_seen_through_what_is_that_input
     assert not facts.updates_a_zero_dim_double_input(Program(double, body, ("t1",), helpers=(returns_t0,)))
     view = (op("t1", "reshape"), InPlace("t1", "add_", "a"))
     assert facts.updates_a_zero_dim_double_input(Program(double, view, ("a",)))
+
+
+def test_a_leaf_cast_for_autocast_without_grad_then_with_grad_in_one_region():
+    # Eager's autocast cache (torch 2.9) keeps the first cast: only this order, in one region, shows.
+    fact = facts.FACTS["a leaf cast for autocast without grad, then with grad"]
+    product = op("t1", "dot_self")
+    no_grad_first = GradRegion("no_grad", (op("t0", "dot_self"),))
+    assert fact(Program(A, (GradRegion("autocast", (no_grad_first, product), True),), ("t1",)))
+    assert not fact(Program(A, (GradRegion("autocast", (product, no_grad_first), True),), ("t1",)))  # other order
+    two = (GradRegion("autocast", (no_grad_first,), True), GradRegion("autocast", (product,), True))
+    assert not fact(Program(A, two, ("t1",)))  # the cache is emptied between the regions
+    disabled = GradRegion("autocast", (no_grad_first, GradRegion("autocast", (product,), False)), True)
+    assert not fact(Program(A, (disabled,), ("t1",)))  # no cast where autocast is off
+    assert not fact(Program(A, (GradRegion("autocast", (GradRegion("no_grad", (op("t0", "dot_self", "b"),)), product),
+                                           True),), ("t1",)))  # another tensor

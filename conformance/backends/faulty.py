@@ -200,6 +200,19 @@ class RaisesOnGradModeCalls(_Wrapping):
             return fn(*args)
 
 
+class IgnoresAutocast(_Wrapping):
+    """Runs `with torch.autocast(...)` regions as plain blocks: a matmul in one computes in
+    float32, not bfloat16 (outputs)."""
+
+    fault = "ignores autocast regions"
+
+    def call(self, fn, args, compiled):
+        import contextlib
+
+        with grad_mode.replaced_autocast(lambda *a, **k: contextlib.nullcontext()):
+            return fn(*args)
+
+
 FAULTS = {
     "always_grad": AlwaysGrad,
     "stale_grad_mode_cache": StaleGradModeCache,
@@ -210,6 +223,7 @@ FAULTS = {
     "scales_gradients": ScalesGradients,
     "perturbs_outputs": PerturbsOutputs,
     "raises_on_grad_mode_calls": RaisesOnGradModeCalls,
+    "ignores_autocast": IgnoresAutocast,
 }
 
 # Factories for SPECs: conformance.backends.faulty:<name>

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from conformance.generators.inputs import RELATIONS, related_shapes, shapes
 from conformance.generators.scope import Scope, is_temporary
-from conformance.ops import (CREATION, FAMILIES, INPLACE, INPLACE_UNARY, OPS, UNARY, VIEWS, Meta, infer,
+from conformance.ops import (AUTOCAST_OPS, CREATION, FAMILIES, INPLACE, INPLACE_UNARY, OPS, UNARY, VIEWS, Meta, infer,
                              inplace_applies, inplace_unary_applies)
 from conformance.program import (
     FLOAT_DTYPES,
@@ -112,8 +112,12 @@ def creations(draw, scope: Scope, requires_grad: bool = False) -> Assign:
 def regions(draw, scope: Scope, depth: int, kinds: tuple[str, ...], allowed: tuple[str, ...]) -> GradRegion:
     kind = draw(st.sampled_from(kinds), label="region")
     enabled = kind == "set_grad_enabled" and draw(st.booleans(), label="set_grad_enabled.mode")
+    enabled = enabled or (kind == "autocast" and draw(st.booleans(), label="autocast.enabled"))
+    # What autocast changes is the dtype of a product (most ops run in their input's dtype):
+    # an enabled region opens with one, which the rest of its body may read.
+    first = (draw(op_calls(scope, ops=AUTOCAST_OPS)),) if kind == "autocast" and enabled else ()
     body = draw(blocks(scope, depth - 1, kinds, allowed, max_size=NESTED_MAX))
-    return GradRegion(kind, body, enabled)
+    return GradRegion(kind, first + body, enabled, scope.device if kind == "autocast" else "cpu")
 
 
 def set_grad_modes() -> st.SearchStrategy[SetGradMode]:
@@ -275,7 +279,7 @@ def crossings(draw, scope: Scope, kinds: tuple[str, ...], updates: bool = False)
     requires grad; 17 with this draw. Half the updates are read after (read_after).
     """
     kind = draw(st.sampled_from(kinds), label="crossing.region")
-    enabled = kind == "set_grad_enabled" and draw(st.booleans(), label="crossing.mode")
+    enabled = kind in ("set_grad_enabled", "autocast") and draw(st.booleans(), label="crossing.mode")
     inward = draw(st.booleans(), label="crossing.inward")
     leaves = tuple(v for v in scope.variables() if not is_temporary(v))
     views = FAMILIES["view"] if draw(st.booleans(), label="crossing.view") else ()
@@ -286,9 +290,9 @@ def crossings(draw, scope: Scope, kinds: tuple[str, ...], updates: bool = False)
     if used is None:
         used = draw(op_calls(scope, reading=(made.target,)))
     if inward:
-        crossing = (made, GradRegion(kind, (used,), enabled))
+        crossing = (made, GradRegion(kind, (used,), enabled, scope.device if kind == "autocast" else "cpu"))
     else:
-        crossing = (GradRegion(kind, (made,), enabled), used)
+        crossing = (GradRegion(kind, (made,), enabled, scope.device if kind == "autocast" else "cpu"), used)
     if isinstance(used, InPlace):
         crossing = crossing[:-1] + read_after(draw, scope, crossing[-1], used.target)
     return crossing
