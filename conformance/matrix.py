@@ -182,7 +182,8 @@ def write_matrix(summaries: dict[str, dict | None], report_dirs: dict[str, Path]
             if hits:
                 refs = []
                 for issue, m in by_root_cause(hits):
-                    target = links / b / (Path(m["repro"]).parent.name + ".py")
+                    folder = links / b.replace(" ", "-")  # a column label ("thunder main"): a link ends at a space
+                    target = folder / (Path(m["repro"]).parent.name + ".py")
                     target.parent.mkdir(parents=True, exist_ok=True)
                     shutil.copyfile(report_dirs[b] / m["repro"], target)
                     # A table cell ends at a bare `|`, which every signature holds.

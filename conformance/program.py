@@ -405,8 +405,8 @@ def constructs(program: Program) -> frozenset[str]:
     def walk(stmts) -> None:
         for s in stmts:
             if isinstance(s, GradRegion):
-                found.add(f"{s.kind}({s.enabled})" if s.kind == "set_grad_enabled" or (s.kind == "autocast" and not s.enabled)
-                          else s.kind)
+                named_by_mode = s.kind == "set_grad_enabled" or (s.kind == "autocast" and not s.enabled)
+                found.add(f"{s.kind}({s.enabled})" if named_by_mode else s.kind)
                 walk(s.body)
             elif isinstance(s, SetGradMode):
                 found.add(f"{s.api}({s.enabled})")

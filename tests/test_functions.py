@@ -62,7 +62,7 @@ def test_a_backend_that_differentiates_the_forward_instead_is_caught():
 def test_the_generator_draws_functions_with_regions_inside():
     seen: Counter = Counter()
 
-    @settings(max_examples=600, derandomize=True, database=None, deadline=None,
+    @settings(max_examples=900, derandomize=True, database=None, deadline=None,
               suppress_health_check=list(HealthCheck))
     @given(examples(statements=("op", "region", "set_grad", "helper")))
     def draw(example):
@@ -73,8 +73,9 @@ def test_the_generator_draws_functions_with_regions_inside():
         compile(render(program), "<program>", "exec")
 
     draw()
-    # A fifth of the Functions mark their result non-differentiable (24 of 106 in 1,500 draws);
-    # Hypothesis's first draws are the simplest, and these 600 hold 51 Functions, 1 marked.
+    # A fifth of the Functions mark their result non-differentiable (12 of 74 in 1,200 draws);
+    # Hypothesis's first draws are the simplest: 600 held 32-38 Functions and 0-1 marked, these
+    # 900 hold 61, 10 marked.
     assert seen["function"] >= 30 and seen["non_differentiable"] >= 1, seen
     regions = {k: seen[k] for k in REGION_KINDS if seen[k]}
     assert sum(regions.values()) >= 10 and len(regions) >= 3, seen  # forwards that change grad mode
