@@ -180,6 +180,15 @@ def a_function_returns_its_input(program: Program, ambient: str | None = None) -
     return any(h.is_function and h.result in h.params for h in program.helpers)
 
 
+@_under_some_ambient
+def applies_a_function_returning_its_input_with_grad_off(program: Program, ambient: str) -> bool:
+    """Whether eager applies a torch.autograd.Function whose forward returns an input as it is
+    where grad is off (nothing is recorded: its result is a new view that does not require grad)."""
+    returning = {h.name for h in program.helpers if h.is_function and h.result in h.params}
+    return any(isinstance(s.statement, Assign) and isinstance(s.statement.value, HelperCall)
+               and s.statement.value.helper in returning and not s.mode.grad for s in run_order(program, ambient))
+
+
 def gives_a_function_one_tensor_twice(program: Program, ambient: str | None = None) -> bool:
     """Whether a torch.autograd.Function is called with one variable for two arguments."""
     functions = program.functions
@@ -253,6 +262,7 @@ FACTS = {"an update while grad is off": updates_while_grad_off,
          "a size-0 input": has_a_size_zero_input,
          "an empty torch.arange": makes_an_empty_arange,
          "a Function that returns its input": a_function_returns_its_input,
+         "a Function that returns its input, applied with grad off": applies_a_function_returning_its_input_with_grad_off,
          "a Function given one tensor twice": gives_a_function_one_tensor_twice,
          "a plain grad-mode call in a Function's forward": sets_grad_mode_in_a_forward,
          "an update of a 0-d float64 input": updates_a_zero_dim_double_input,

@@ -146,3 +146,16 @@ def test_a_leaf_cast_for_autocast_without_grad_then_with_grad_in_one_region():
     assert not fact(Program(A, (disabled,), ("t1",)))  # no cast where autocast is off
     assert not fact(Program(A, (GradRegion("autocast", (GradRegion("no_grad", (op("t0", "dot_self", "b"),)), product),
                                            True),), ("t1",)))  # another tensor
+
+
+def test_a_function_returning_its_input_applied_with_grad_off():
+    from conformance.program import FUNCTION, Helper, HelperCall
+
+    fact = facts.FACTS["a Function that returns its input, applied with grad off"]
+    returning = Helper("Fn0", FUNCTION, ("p0",), (), "p0")
+    applied = Assign("t0", HelperCall("Fn0", ("a",)))
+    in_no_grad = Program(A, (GradRegion("no_grad", (applied,)),), ("t0",), helpers=(returning,))
+    assert fact(in_no_grad, "grad") and fact(Program(A, (applied,), ("t0",), helpers=(returning,)), "no_grad")
+    assert not fact(Program(A, (applied,), ("t0",), helpers=(returning,)), "grad")  # recorded: a view with history
+    computing = Helper("Fn0", FUNCTION, ("p0",), (op("t9", "sin", "p0"),), "t9")
+    assert not fact(Program(A, (GradRegion("no_grad", (applied,)),), ("t0",), helpers=(computing,)))
