@@ -5,7 +5,7 @@ Run `python repro.py`: it exits 1 while eager PyTorch and the backend differ, 0 
 # What was found, as the harness saw it (text from the backend is escaped, never code):
 # signature: exceptions.backend raised during call | no exception / AttributeError during call: mark_non_differentiable
 #
-# [exceptions.backend raised during call] call 0 (grad): call: eager no exception, backend AttributeError during call: AttributeError: mark_non_differentiable
+# [exceptions.backend raised during call] call 0 (set_grad_enabled_false): call: eager no exception, backend AttributeError during call: AttributeError: mark_non_differentiable
 # Known issue function-mark-non-differentiable-unsupported: `ctx.mark_non_differentiable(t)` in a torch.autograd.Function's forward raises AttributeError: mark_non_differentiable in thunder
 #
 # Found with thunder (gradmode-conformance 0.1.0, python 3.11.7, thunder 0.2.6, torch 2.9.1+cu128).
@@ -18,9 +18,24 @@ import thunder
 
 class Fn0(torch.autograd.Function):
     @staticmethod
+    def forward(ctx, p0):
+        ctx.save_for_backward(p0)
+        t1 = torch.ones(())
+        t2 = t1.detach()
+        ctx.mark_non_differentiable(t2)
+        return t2
+
+    @staticmethod
+    def backward(ctx, grad):
+        p0, = ctx.saved_tensors
+        return p0 * grad.sum()
+
+
+class Fn1(torch.autograd.Function):
+    @staticmethod
     def forward(ctx, p0, p1):
         ctx.save_for_backward(p0, p1)
-        ctx.mark_non_differentiable(p0)
+        t4 = p1.requires_grad
         return p0
 
     @staticmethod
@@ -30,14 +45,61 @@ class Fn0(torch.autograd.Function):
 
 
 def fn(a, b):
-    t0 = Fn0.apply(b, b)
-    return a
+    t0 = torch.arange(0.0)
+    t3 = Fn0.apply(a)
+    t5 = Fn1.apply(b, a)
+    t6 = torch.arange(1.0)
+    return a, t6, t0, t3, t5, torch.is_grad_enabled()
 
 # Each call: the ambient grad mode, the inputs, and the cotangent for each output in backward.
-CALLS = [('grad',
-  [(-0.10922683030366898, 'float32', [], 'cpu', False),
-   (0.42960458993911743, 'float32', [], 'cpu', False)],
-  [(0.9975851774215698, 'float32', [], 'cpu', False)])]
+CALLS = [('set_grad_enabled_false',
+  [([], 'float32', [0, 0], 'cpu', True), (-0.13321185111999512, 'float32', [], 'cpu', True)],
+  [([], 'float32', [0, 0], 'cpu', False),
+   ([0.03281363099813461], 'float32', [1], 'cpu', False),
+   ([], 'float32', [0], 'cpu', False),
+   (1.0458617210388184, 'float32', [], 'cpu', False),
+   (-0.3647978603839874, 'float32', [], 'cpu', False),
+   None]),
+ ('no_grad',
+  [([], 'float32', [0, 0], 'cpu', True), (1.5982728004455566, 'float32', [], 'cpu', True)],
+  [([], 'float32', [0, 0], 'cpu', False),
+   ([-0.43640342354774475], 'float32', [1], 'cpu', False),
+   ([], 'float32', [0], 'cpu', False),
+   (0.5747589468955994, 'float32', [], 'cpu', False),
+   (-0.28659194707870483, 'float32', [], 'cpu', False),
+   None]),
+ ('grad',
+  [([], 'float32', [0, 0], 'cpu', True), (0.8520775437355042, 'float32', [], 'cpu', True)],
+  [([], 'float32', [0, 0], 'cpu', False),
+   ([-1.4026694297790527], 'float32', [1], 'cpu', False),
+   ([], 'float32', [0], 'cpu', False),
+   (-2.258805990219116, 'float32', [], 'cpu', False),
+   (0.2183111011981964, 'float32', [], 'cpu', False),
+   None]),
+ ('enable_grad_in_no_grad',
+  [([], 'float32', [0, 0], 'cpu', True), (-0.1390022188425064, 'float32', [], 'cpu', True)],
+  [([], 'float32', [0, 0], 'cpu', False),
+   ([-0.39855697751045227], 'float32', [1], 'cpu', False),
+   ([], 'float32', [0], 'cpu', False),
+   (-0.16198137402534485, 'float32', [], 'cpu', False),
+   (0.005298033356666565, 'float32', [], 'cpu', False),
+   None]),
+ ('set_grad_enabled_false',
+  [([], 'float32', [0, 0], 'cpu', False), (-0.3977701961994171, 'float32', [], 'cpu', True)],
+  [([], 'float32', [0, 0], 'cpu', False),
+   ([-1.0823156833648682], 'float32', [1], 'cpu', False),
+   ([], 'float32', [0], 'cpu', False),
+   (-0.28109925985336304, 'float32', [], 'cpu', False),
+   (0.21641629934310913, 'float32', [], 'cpu', False),
+   None]),
+ ('no_grad',
+  [([], 'float32', [0, 0], 'cpu', False), (0.6098636388778687, 'float32', [], 'cpu', False)],
+  [([], 'float32', [0, 0], 'cpu', False),
+   ([-0.9542653560638428], 'float32', [1], 'cpu', False),
+   ([], 'float32', [0], 'cpu', False),
+   (-1.7375456094741821, 'float32', [], 'cpu', False),
+   (1.7794065475463867, 'float32', [], 'cpu', False),
+   None])]
 
 
 def compile_with_backend(fn):

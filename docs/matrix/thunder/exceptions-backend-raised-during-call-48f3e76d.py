@@ -16,12 +16,18 @@ import sys
 import torch
 import thunder
 
-def fn():
-    t0 = torch.ones((), requires_grad=True)
-    return torch.is_grad_enabled()
+class Model(torch.nn.Module):
+    def __init__(self, w0):
+        super().__init__()
+        self.w0 = torch.nn.Parameter(w0)
+
+    def forward(self):
+        t0 = torch.ones((0, 0, 0), requires_grad=True)
+        return self.w0
 
 # Each call: the ambient grad mode, the inputs, and the cotangent for each output in backward.
-CALLS = [('grad', [], [None])]
+CALLS = [('grad', [], [(0.9975851774215698, 'float32', [], 'cpu', False)])]
+PARAMETERS = [(-1.0627862215042114, 'float32', [], 'cpu', False)]
 
 
 def compile_with_backend(fn):
@@ -78,8 +84,8 @@ def flags(x):
 
 def observe(compiled):
     """Per call: outputs, inputs after, grads after backward, grad mode after, and errors."""
-    entry = fn
-    tensors_of_entry = []
+    entry = Model(*[make(*p) for p in PARAMETERS])
+    tensors_of_entry = list(entry.parameters())
     f = compile_with_backend(entry) if compiled else entry
     seen = []
     for mode, inputs, cotangents in CALLS:
@@ -107,7 +113,7 @@ def observe(compiled):
                     torch.autograd.backward([o for o, _ in pairs], [make(*c) for _, c in pairs])
             except Exception as e:
                 record["error"] = f"backward raised {type(e).__name__}: {e}".splitlines()[0]
-        for name, t in zip([], xs + tensors_of_entry):
+        for name, t in zip(['self.w0'], xs + tensors_of_entry):
             record[f"{name} after call"] = (t.detach().clone(), flags(t))
             record[f"{name}.grad"] = None if not t.is_leaf or t.grad is None else t.grad.clone()
         for t in tensors_of_entry:

@@ -22,8 +22,8 @@ def fn(a, b):
 
 # Each call: the ambient grad mode, the inputs, and the cotangent for each output in backward.
 CALLS = [('grad',
-  [([], 'float32', [0, 0, 1], 'cpu', True), ([0.6613521575927734], 'float32', [1], 'cpu', False)],
-  [([], 'float32', [0, 0], 'cpu', False)])]
+  [([[], []], 'float32', [2, 0, 3], 'cpu', True), ([[], [], []], 'float32', [3, 0], 'cpu', True)],
+  [([[], []], 'float32', [2, 0, 0], 'cpu', False)])]
 
 
 def compile_with_backend(fn):

@@ -18,12 +18,10 @@ import thunder
 
 def fn(a):
     t0 = a.sort(-1).values
-    return a
+    return torch.is_grad_enabled()
 
 # Each call: the ambient grad mode, the inputs, and the cotangent for each output in backward.
-CALLS = [('grad',
-  [(1.5409960746765137, 'float32', [], 'cpu', False)],
-  [(0.9975851774215698, 'float32', [], 'cpu', False)])]
+CALLS = [('grad', [(1.5409960746765137, 'float32', [], 'cpu', False)], [None])]
 
 
 def compile_with_backend(fn):

@@ -5,7 +5,7 @@ Run `python repro.py`: it exits 1 while eager PyTorch and the backend differ, 0 
 # What was found, as the harness saw it (text from the backend is escaped, never code):
 # signature: exceptions.backend raised during call | no exception / RuntimeError during call: Failed to find a gradient transform for bound symbol bsym=tN = p
 #
-# [exceptions.backend raised during call] call 0 (grad): call: eager no exception, backend RuntimeError during call: RuntimeError: Failed to find a gradient transform for bound symbol bsym=t0 = prims.flip(a, (0,))  # t0: "cpu f32[0]"
+# [exceptions.backend raised during call] call 0 (grad): call: eager no exception, backend RuntimeError during call: RuntimeError: Failed to find a gradient transform for bound symbol bsym=t1 = prims.minimum(t0, a)  # t1: "cpu f32[3]"
 # Known issue missing-gradient-transform: Some ops (e.g. torch.minimum/maximum with equal arguments) fail with 'Failed to find a gradient transform' when an input requires grad
 #
 # Found with thunder (gradmode-conformance 0.1.0, python 3.11.7, thunder 0.2.6, torch 2.9.1+cu128).
@@ -17,11 +17,19 @@ import torch
 import thunder
 
 def fn(a):
-    t0 = a.flip(0)
-    return t0
+    with torch.no_grad():
+        t0 = a * 2
+    t1 = torch.minimum(t0, a)
+    return t1
 
 # Each call: the ambient grad mode, the inputs, and the cotangent for each output in backward.
-CALLS = [('grad', [([], 'float32', [0], 'cpu', True)], [([], 'float32', [0], 'cpu', False)])]
+CALLS = [('grad',
+  [([1.5409960746765137, -0.293428897857666, -2.1787893772125244], 'float32', [3], 'cpu', True)],
+  [([0.9975851774215698, 0.024340689182281494, -1.0317507982254028],
+    'float32',
+    [3],
+    'cpu',
+    False)])]
 
 
 def compile_with_backend(fn):

@@ -5,7 +5,7 @@ Run `python repro.py`: it exits 1 while eager PyTorch and the backend differ, 0 
 # What was found, as the harness saw it (text from the backend is escaped, never code):
 # signature: traces.markers
 #
-# [traces.markers] call 0 (set_grad_enabled_false): first trace: eager _set_grad_enabled calls [True, False, True], backend markers [True, False, False]
+# [traces.markers] call 2 (set_grad_enabled_false): first trace: eager _set_grad_enabled calls [False, True, True, True], backend markers [False, True, True, False]
 # Known issue is-grad-enabled-reads-ambient-mode: torch.is_grad_enabled() inside the jitted function returns the ambient grad mode of the call, not the mode set by no_grad/enable_grad/set_grad_enabled in the function; so it is wrong when returned or branched on, and a nested region's exit restores the ambient mode instead of the enclosing region's
 #
 # Found with thunder (gradmode-conformance 0.1.0, python 3.11.7, thunder 0.2.6, torch 2.9.1+cu128).
@@ -16,16 +16,62 @@ import sys
 import torch
 import thunder
 
-def fn(a):
-    torch.set_grad_enabled(True)
-    with torch.no_grad():
-        pass
-    return a
+@torch.enable_grad()
+def helper0(p0):
+    t1 = p0.masked_fill(p0 > 0, 0.5)
+    return t1
+
+
+class Model(torch.nn.Module):
+    def __init__(self, w0):
+        super().__init__()
+        self.w0 = torch.nn.Parameter(w0)
+
+    def forward(self, a, b):
+        t0 = a @ a
+        torch._C._set_grad_enabled(False)
+        torch._C._set_grad_enabled(True)
+        t2 = helper0(t0)
+        return self.w0, t2
 
 # Each call: the ambient grad mode, the inputs, and the cotangent for each output in backward.
-CALLS = [('set_grad_enabled_false',
-  [(1.5409960746765137, 'float32', [], 'cpu', False)],
-  [(0.9975851774215698, 'float32', [], 'cpu', False)])]
+CALLS = [('grad',
+  [([], 'float32', [0, 0], 'cpu', True), (-0.24515356123447418, 'float32', [], 'cpu', True)],
+  [([[[-0.21475926041603088, -0.5841687917709351],
+      [-0.29837703704833984, -0.5699575543403625],
+      [0.9015753269195557, -1.8890252113342285]]],
+    'float32',
+    [1, 3, 2],
+    'cpu',
+    False),
+   ([], 'float32', [0, 0], 'cpu', False)]),
+ ('enable_grad_in_no_grad',
+  [([], 'float32', [0, 0], 'cpu', False), (1.0735646486282349, 'float32', [], 'cpu', True)],
+  [([[[-0.04312895983457565, -0.6247016787528992],
+      [-0.2853638529777527, 1.2299542427062988],
+      [1.2522108554840088, 0.6664427518844604]]],
+    'float32',
+    [1, 3, 2],
+    'cpu',
+    False),
+   ([], 'float32', [0, 0], 'cpu', False)]),
+ ('set_grad_enabled_false',
+  [([], 'float32', [0, 0], 'cpu', True), (-0.2913033962249756, 'float32', [], 'cpu', True)],
+  [([[[0.27444249391555786, 0.0890384167432785],
+      [-0.5450051426887512, -0.7486854791641235],
+      [-0.5719221830368042, 2.1027796268463135]]],
+    'float32',
+    [1, 3, 2],
+    'cpu',
+    False),
+   ([], 'float32', [0, 0], 'cpu', False)])]
+PARAMETERS = [([[[0.6590462923049927, 1.0537701845169067],
+    [0.764644980430603, -0.2069406658411026],
+    [0.7136857509613037, 2.1957929134368896]]],
+  'float32',
+  [1, 3, 2],
+  'cpu',
+  False)]
 
 
 def compile_with_backend(fn):
@@ -107,8 +153,8 @@ def flags(x):
 
 def observe(compiled):
     """Per call: outputs, inputs after, grads after backward, grad mode after, and errors."""
-    entry = fn
-    tensors_of_entry = []
+    entry = Model(*[make(*p) for p in PARAMETERS])
+    tensors_of_entry = list(entry.parameters())
     f = compile_with_backend(entry) if compiled else entry
     seen = []
     for mode, inputs, cotangents in CALLS:
@@ -141,7 +187,7 @@ def observe(compiled):
                     torch.autograd.backward([o for o, _ in pairs], [make(*c) for _, c in pairs])
             except Exception as e:
                 record["error"] = f"backward raised {type(e).__name__}: {e}".splitlines()[0]
-        for name, t in zip(['a'], xs + tensors_of_entry):
+        for name, t in zip(['a', 'b', 'self.w0'], xs + tensors_of_entry):
             record[f"{name} after call"] = (t.detach().clone(), flags(t))
             record[f"{name}.grad"] = None if not t.is_leaf or t.grad is None else t.grad.clone()
         for t in tensors_of_entry:

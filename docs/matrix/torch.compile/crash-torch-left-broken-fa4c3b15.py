@@ -5,7 +5,7 @@ Run `python repro.py`: it exits 1 while eager PyTorch and the backend differ, 0 
 # What was found, as the harness saw it (text from the backend is escaped, never code):
 # signature: crash.torch left broken | every op raised after this example; worker restarted
 #
-# [crash.torch left broken] every op raised after this example; worker restarted; its output: /tmp/tc1/findings/w1/output-0.log
+# [crash.torch left broken] every op raised after this example; worker restarted; its output: /tmp/tc3/findings/w0/output-9.log
 #
 # Found with torch.compile ().
 
@@ -20,21 +20,19 @@ class Model(torch.nn.Module):
         super().__init__()
         self.w0 = torch.nn.Parameter(w0)
 
-    def forward(self, a, b):
+    def forward(self, a, b, c):
         with torch.inference_mode():
-            t0 = b.unsqueeze(0)
-        t0.relu_()
-        return self.w0, a, t0, torch.is_grad_enabled()
+            t0 = self.w0.detach()
+        t1 = t0.sum()
+        return a, t1
 
 # Each call: the ambient grad mode, the inputs, and the cotangent for each output in backward.
-CALLS = [('no_grad',
-  [(0.6170662045478821, 'float64', [], 'cpu', True),
-   (1.8890047073364258, 'float64', [], 'cpu', False)],
-  [([[]], 'bfloat16', [1, 0], 'cpu', False),
-   (-0.5909377932548523, 'float64', [], 'cpu', False),
-   ([-0.5041576027870178], 'float64', [1], 'cpu', False),
-   None])]
-PARAMETERS = [([[]], 'bfloat16', [1, 0], 'cpu', False)]
+CALLS = [('set_grad_enabled_false',
+  [([], 'bool', [0, 0], 'cpu', False),
+   ([], 'bool', [0, 0], 'cpu', False),
+   ([], 'bool', [0, 0], 'cpu', False)],
+  [None, (0.533203125, 'float16', [], 'cpu', False)])]
+PARAMETERS = [([], 'float16', [0, 0], 'cpu', False)]
 
 
 def compile_with_backend(fn):
@@ -120,7 +118,7 @@ def observe(compiled):
                     torch.autograd.backward([o for o, _ in pairs], [make(*c) for _, c in pairs])
             except Exception as e:
                 record["error"] = f"backward raised {type(e).__name__}: {e}".splitlines()[0]
-        for name, t in zip(['a', 'b', 'self.w0'], xs + tensors_of_entry):
+        for name, t in zip(['a', 'b', 'c', 'self.w0'], xs + tensors_of_entry):
             record[f"{name} after call"] = (t.detach().clone(), flags(t))
             record[f"{name}.grad"] = None if not t.is_leaf or t.grad is None else t.grad.clone()
         for t in tensors_of_entry:

@@ -18,12 +18,12 @@ import torch
 
 def fn(a):
     with torch.inference_mode():
-        t0 = a * 2
+        t0 = a.sum()
     return t0
 
 # Each call: the ambient grad mode, the inputs, and the cotangent for each output in backward.
 CALLS = [('grad',
-  [(1.5409960746765137, 'float32', [], 'cpu', False)],
+  [(0.6864616870880127, 'float32', [], 'cpu', False)],
   [(0.9975851774215698, 'float32', [], 'cpu', False)])]
 
 

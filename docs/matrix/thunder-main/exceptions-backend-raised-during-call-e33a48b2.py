@@ -1,0 +1,177 @@
+"""gradmode-conformance repro: one mismatch between eager PyTorch and a backend.
+
+Run `python repro.py`: it exits 1 while eager PyTorch and the backend differ, 0 once they agree.
+"""
+# What was found, as the harness saw it (text from the backend is escaped, never code):
+# signature: exceptions.backend raised during call | no exception / RuntimeError during call: Attempting to index a N-length dimension {dim=} with a non-empty
+#
+# [exceptions.backend raised during call] call 0 (inference_mode): call: eager no exception, backend RuntimeError during call: RuntimeError: Attempting to index a 0-length dimension {dim=} with a non-empty index
+# Known issue is-grad-enabled-reads-ambient-mode: torch.is_grad_enabled() inside the jitted function returns the ambient grad mode of the call, not the mode set by no_grad/enable_grad/set_grad_enabled in the function; so it is wrong when returned or branched on, and a nested region's exit restores the ambient mode instead of the enclosing region's
+#
+# Found with thunder (gradmode-conformance 0.1.0, python 3.11.7, thunder 0.2.7.dev0, torch 2.9.1+cu128).
+
+import contextlib
+import sys
+
+import torch
+import thunder
+
+def fn(a):
+    torch.set_grad_enabled(True)
+    if torch.is_grad_enabled():
+        pass
+    else:
+        t0 = a[[0, 0]]
+    return torch.is_grad_enabled()
+
+# Each call: the ambient grad mode, the inputs, and the cotangent for each output in backward.
+CALLS = [('inference_mode', [([], 'float32', [0, 0, 1], 'cpu', False)], [None])]
+
+
+def compile_with_backend(fn):
+    return thunder.jit(fn)
+
+
+# ---- the check: run eager and the backend the same way, compare what a user can see ----
+
+AMBIENT = {
+    "grad": contextlib.nullcontext,
+    "no_grad": torch.no_grad,
+    "enable_grad_in_no_grad": lambda: _chain(torch.no_grad(), torch.enable_grad()),
+    "set_grad_enabled_false": lambda: _chain(_SetGradEnabled(False)),
+    "inference_mode": torch.inference_mode,
+}
+
+
+class _SetGradEnabled:
+    def __init__(self, mode):
+        self.mode = mode
+
+    def __enter__(self):
+        torch.set_grad_enabled(self.mode)
+
+    def __exit__(self, *exc):
+        pass
+
+
+@contextlib.contextmanager
+def _chain(*managers):
+    with contextlib.ExitStack() as stack:
+        for m in managers:
+            stack.enter_context(m)
+        yield
+
+
+def make(values, dtype, shape, device, requires_grad):
+    # clone(): reshape may return a view, and a backend may treat a view input differently
+    # from the fresh tensor the harness passed (thunder 0.2.6 does).
+    t = torch.tensor(values, dtype=getattr(torch, dtype)).reshape(shape).clone().to(device)
+    return t.requires_grad_() if requires_grad else t
+
+
+def flags(x):
+    if not isinstance(x, torch.Tensor):
+        return repr(x)
+    try:
+        grad_fn = "None" if x.grad_fn is None else "set"
+    except RuntimeError as e:  # eager refuses to read grad_fn of some views: that is what a user sees
+        grad_fn = f"raises {type(e).__name__}"
+    return (f"shape={list(x.shape)} dtype={x.dtype} requires_grad={x.requires_grad} "
+            f"grad_fn={grad_fn} is_inference={x.is_inference()}")
+
+
+def observe(compiled):
+    """Per call: outputs, inputs after, grads after backward, grad mode after, and errors."""
+    entry = fn
+    tensors_of_entry = []
+    f = compile_with_backend(entry) if compiled else entry
+    seen = []
+    for mode, inputs, cotangents in CALLS:
+        xs = [make(*i) for i in inputs]
+        record = {"error": None}
+        before = torch.is_grad_enabled()
+        markers = []
+        try:
+            with AMBIENT[mode]():
+                try:
+                    out = f(*xs)
+                except Exception as e:
+                    record["error"] = f"call raised {type(e).__name__}: {e}".splitlines()[0]
+                record["grad mode after"] = (torch.is_grad_enabled(), torch.is_inference_mode_enabled())
+        finally:
+            torch._C._set_grad_enabled(before)
+        if record["error"] is None:
+            outs = out if isinstance(out, tuple) else (out,)
+            for i, o in enumerate(outs):
+                record[f"return[{i}]"] = (o.detach().clone() if isinstance(o, torch.Tensor) else o, flags(o))
+            pairs = [(o, c) for o, c in zip(outs, cotangents)
+                     if c is not None and isinstance(o, torch.Tensor) and o.requires_grad]
+            try:
+                if pairs:
+                    torch.autograd.backward([o for o, _ in pairs], [make(*c) for _, c in pairs])
+            except Exception as e:
+                record["error"] = f"backward raised {type(e).__name__}: {e}".splitlines()[0]
+        for name, t in zip(['a'], xs + tensors_of_entry):
+            record[f"{name} after call"] = (t.detach().clone(), flags(t))
+            record[f"{name}.grad"] = None if not t.is_leaf or t.grad is None else t.grad.clone()
+        for t in tensors_of_entry:
+            t.grad = None
+        seen.append(record)
+    return seen, f
+
+
+def differs(a, b):
+    if isinstance(a, tuple) and isinstance(b, tuple):
+        return differs(a[0], b[0]) or (a[1] != b[1] and "flags")
+    if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor):
+        if a.shape != b.shape or a.dtype != b.dtype:
+            return "shape/dtype"
+        tol = {torch.float16: dict(rtol=1e-2, atol=1e-3), torch.bfloat16: dict(rtol=8e-2, atol=1e-2)}
+        try:
+            torch.testing.assert_close(b, a, equal_nan=True, **tol.get(a.dtype, {}))
+        except AssertionError:
+            return "values"
+        return False
+    return (a is None) != (b is None) or (not isinstance(a, torch.Tensor) and a != b)
+
+
+def errors_differ(e, b):
+    """Both raising agrees (messages differ between any two implementations), unless one raised
+    during the call and the other in backward, or the backend's own AssertionError stands in
+    for the error eager gives the user."""
+    if e is None or b is None:
+        return (e is None) != (b is None)
+    stage, kind = (lambda err: err.split(" raised ")[0]), (lambda err: err.split(" raised ")[1].split(":")[0])
+    return stage(e) != stage(b) or (kind(b) == "AssertionError" and kind(e) != "AssertionError")
+
+
+def shown(text):
+    """What the backend said, with control characters escaped: a message must not drive the terminal."""
+    return "".join(c if c.isprintable() or c == "\n" else repr(c)[1:-1] for c in text)
+
+
+def main():
+    eager, _ = observe(compiled=False)
+    try:
+        backend, compiled = observe(compiled=True)
+    except Exception as e:  # the backend broke the run outside its calls (compiling, or state it left)
+        print("MISMATCH", shown(f"the backend's run raised {type(e).__name__}: {e}".splitlines()[0]))
+        print("reproduces")
+        return 1
+    problems = []
+    for i, (e, b) in enumerate(zip(eager, backend)):
+        for key in e:
+            if key == "error":
+                if errors_differ(e[key], b[key]):
+                    problems.append(f"call {i} ({CALLS[i][0]}): eager {e[key] or 'raised nothing'}, "
+                                    f"backend {b[key] or 'raised nothing'}")
+            elif key in b and differs(e[key], b[key]):
+                problems.append(f"call {i} ({CALLS[i][0]}): {key}: eager {e[key]!r}\n      backend {b[key]!r}")
+    for p in problems:
+        print("MISMATCH", shown(p))
+    print("reproduces" if problems else "eager and the backend agree: fixed")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

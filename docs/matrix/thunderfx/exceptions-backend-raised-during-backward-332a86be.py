@@ -1,0 +1,213 @@
+"""gradmode-conformance repro: one mismatch between eager PyTorch and a backend.
+
+Run `python repro.py`: it exits 1 while eager PyTorch and the backend differ, 0 once they agree.
+"""
+# What was found, as the harness saw it (text from the backend is escaped, never code):
+# signature: exceptions.backend raised during backward | no exception / TypeError during backward: zeros(…) received an invalid combination of arguments - got (dt
+#
+# [exceptions.backend raised during backward] call 3 (grad): call: eager no exception, backend TypeError during backward: TypeError: zeros() received an invalid combination of arguments - got (dtype=torch.dtype, device=torch.device, ), but expected one of: * (tuple of ints size, *, tuple of names names, torch.dtype dtype = None, torch.layout layout = None, torch.device device = None, bool pin_memory = False, bool requi
+# Known issue inplace-on-view-of-zero-dim-backward-zeros-typeerror: Backward through an in-place update of a 1-d view (`unsqueeze(0)`, `reshape(-1)`) of a 0-d intermediate that requires grad, read by an op after it, raises TypeError in thunder: its backward trace calls `torch.zeros(device=..., dtype=...)` with no size
+#
+# Found with thunderfx (gradmode-conformance 0.1.0, python 3.11.7, thunder 0.2.6, torch 2.9.1+cu128).
+
+import contextlib
+import sys
+
+import torch
+from thunder.dynamo import thunderfx
+
+class Fn0(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, p0, p1):
+        ctx.save_for_backward(p0, p1)
+        if torch.is_grad_enabled():
+            torch.set_grad_enabled(True)
+            t3 = p0.unsqueeze(0)
+        else:
+            t4 = torch.full((), 2.0)
+            t5 = torch.log1p(torch.abs(t4))
+            t6 = torch.zeros((3, 2, 0))
+            t3 = p0.reshape(-1)
+        t7 = torch.exp(t3)
+        return t7
+
+    @staticmethod
+    def backward(ctx, grad):
+        p0, p1 = ctx.saved_tensors
+        return p0 * grad.sum(), p1 * grad.sum()
+
+
+def fn(a, b):
+    t0 = torch.var_mean(a, correction=0)[1]
+    t1 = torch.clamp(t0, -0.5, 0.5)
+    t2 = torch.clamp(a, -0.5, 0.5)
+    t8 = Fn0.apply(b, t0)
+    return t8, torch.is_grad_enabled()
+
+# Each call: the ambient grad mode, the inputs, and the cotangent for each output in backward.
+CALLS = [('inference_mode',
+  [([], 'float32', [0, 0, 1], 'cpu', True), (0.11979654431343079, 'float32', [], 'cpu', True)],
+  [([-0.4245928227901459], 'float32', [1], 'cpu', False), None]),
+ ('set_grad_enabled_false',
+  [([], 'float32', [0, 0, 1], 'cpu', True), (0.5177476406097412, 'float32', [], 'cpu', True)],
+  [([2.1869912147521973], 'float32', [1], 'cpu', False), None]),
+ ('set_grad_enabled_false',
+  [([], 'float32', [0, 0, 1], 'cpu', True), (0.6379848122596741, 'float32', [], 'cpu', False)],
+  [([-0.023603975772857666], 'float32', [1], 'cpu', False), None]),
+ ('grad',
+  [([], 'float32', [0, 0, 1], 'cpu', True), (0.5757865905761719, 'float32', [], 'cpu', False)],
+  [([1.111453890800476], 'float32', [1], 'cpu', False), None]),
+ ('grad',
+  [([], 'float32', [0, 0, 1], 'cpu', True), (-0.2670084238052368, 'float32', [], 'cpu', False)],
+  [([0.4807833731174469], 'float32', [1], 'cpu', False), None])]
+
+
+def compile_with_backend(fn):
+    return thunderfx(fn)
+
+
+# ---- the check: run eager and the backend the same way, compare what a user can see ----
+
+AMBIENT = {
+    "grad": contextlib.nullcontext,
+    "no_grad": torch.no_grad,
+    "enable_grad_in_no_grad": lambda: _chain(torch.no_grad(), torch.enable_grad()),
+    "set_grad_enabled_false": lambda: _chain(_SetGradEnabled(False)),
+    "inference_mode": torch.inference_mode,
+}
+
+
+class _SetGradEnabled:
+    def __init__(self, mode):
+        self.mode = mode
+
+    def __enter__(self):
+        torch.set_grad_enabled(self.mode)
+
+    def __exit__(self, *exc):
+        pass
+
+
+@contextlib.contextmanager
+def _chain(*managers):
+    with contextlib.ExitStack() as stack:
+        for m in managers:
+            stack.enter_context(m)
+        yield
+
+
+def make(values, dtype, shape, device, requires_grad):
+    # clone(): reshape may return a view, and a backend may treat a view input differently
+    # from the fresh tensor the harness passed (thunder 0.2.6 does).
+    t = torch.tensor(values, dtype=getattr(torch, dtype)).reshape(shape).clone().to(device)
+    return t.requires_grad_() if requires_grad else t
+
+
+def flags(x):
+    if not isinstance(x, torch.Tensor):
+        return repr(x)
+    try:
+        grad_fn = "None" if x.grad_fn is None else "set"
+    except RuntimeError as e:  # eager refuses to read grad_fn of some views: that is what a user sees
+        grad_fn = f"raises {type(e).__name__}"
+    return (f"shape={list(x.shape)} dtype={x.dtype} requires_grad={x.requires_grad} "
+            f"grad_fn={grad_fn} is_inference={x.is_inference()}")
+
+
+def observe(compiled):
+    """Per call: outputs, inputs after, grads after backward, grad mode after, and errors."""
+    entry = fn
+    tensors_of_entry = []
+    f = compile_with_backend(entry) if compiled else entry
+    seen = []
+    for mode, inputs, cotangents in CALLS:
+        xs = [make(*i) for i in inputs]
+        record = {"error": None}
+        before = torch.is_grad_enabled()
+        markers = []
+        try:
+            with AMBIENT[mode]():
+                try:
+                    out = f(*xs)
+                except Exception as e:
+                    record["error"] = f"call raised {type(e).__name__}: {e}".splitlines()[0]
+                record["grad mode after"] = (torch.is_grad_enabled(), torch.is_inference_mode_enabled())
+        finally:
+            torch._C._set_grad_enabled(before)
+        if record["error"] is None:
+            outs = out if isinstance(out, tuple) else (out,)
+            for i, o in enumerate(outs):
+                record[f"return[{i}]"] = (o.detach().clone() if isinstance(o, torch.Tensor) else o, flags(o))
+            pairs = [(o, c) for o, c in zip(outs, cotangents)
+                     if c is not None and isinstance(o, torch.Tensor) and o.requires_grad]
+            try:
+                if pairs:
+                    torch.autograd.backward([o for o, _ in pairs], [make(*c) for _, c in pairs])
+            except Exception as e:
+                record["error"] = f"backward raised {type(e).__name__}: {e}".splitlines()[0]
+        for name, t in zip(['a', 'b'], xs + tensors_of_entry):
+            record[f"{name} after call"] = (t.detach().clone(), flags(t))
+            record[f"{name}.grad"] = None if not t.is_leaf or t.grad is None else t.grad.clone()
+        for t in tensors_of_entry:
+            t.grad = None
+        seen.append(record)
+    return seen, f
+
+
+def differs(a, b):
+    if isinstance(a, tuple) and isinstance(b, tuple):
+        return differs(a[0], b[0]) or (a[1] != b[1] and "flags")
+    if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor):
+        if a.shape != b.shape or a.dtype != b.dtype:
+            return "shape/dtype"
+        tol = {torch.float16: dict(rtol=1e-2, atol=1e-3), torch.bfloat16: dict(rtol=8e-2, atol=1e-2)}
+        try:
+            torch.testing.assert_close(b, a, equal_nan=True, **tol.get(a.dtype, {}))
+        except AssertionError:
+            return "values"
+        return False
+    return (a is None) != (b is None) or (not isinstance(a, torch.Tensor) and a != b)
+
+
+def errors_differ(e, b):
+    """Both raising agrees (messages differ between any two implementations), unless one raised
+    during the call and the other in backward, or the backend's own AssertionError stands in
+    for the error eager gives the user."""
+    if e is None or b is None:
+        return (e is None) != (b is None)
+    stage, kind = (lambda err: err.split(" raised ")[0]), (lambda err: err.split(" raised ")[1].split(":")[0])
+    if (stage(e), stage(b)) == ("backward", "call"):  # the backend builds its backward at the call (declared)
+        return False
+    return stage(e) != stage(b) or (kind(b) == "AssertionError" and kind(e) != "AssertionError")
+
+
+def shown(text):
+    """What the backend said, with control characters escaped: a message must not drive the terminal."""
+    return "".join(c if c.isprintable() or c == "\n" else repr(c)[1:-1] for c in text)
+
+
+def main():
+    eager, _ = observe(compiled=False)
+    try:
+        backend, compiled = observe(compiled=True)
+    except Exception as e:  # the backend broke the run outside its calls (compiling, or state it left)
+        print("MISMATCH", shown(f"the backend's run raised {type(e).__name__}: {e}".splitlines()[0]))
+        print("reproduces")
+        return 1
+    problems = []
+    for i, (e, b) in enumerate(zip(eager, backend)):
+        for key in e:
+            if key == "error":
+                if errors_differ(e[key], b[key]):
+                    problems.append(f"call {i} ({CALLS[i][0]}): eager {e[key] or 'raised nothing'}, "
+                                    f"backend {b[key] or 'raised nothing'}")
+            elif key in b and differs(e[key], b[key]):
+                problems.append(f"call {i} ({CALLS[i][0]}): {key}: eager {e[key]!r}\n      backend {b[key]!r}")
+    for p in problems:
+        print("MISMATCH", shown(p))
+    print("reproduces" if problems else "eager and the backend agree: fixed")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

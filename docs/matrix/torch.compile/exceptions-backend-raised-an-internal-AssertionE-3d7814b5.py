@@ -1,0 +1,277 @@
+"""gradmode-conformance repro: one mismatch between eager PyTorch and a backend.
+
+Run `python repro.py`: it exits 1 while eager PyTorch and the backend differ, 0 once they agree.
+"""
+# What was found, as the harness saw it (text from the backend is escaped, never code):
+# signature: exceptions.backend raised an internal AssertionError | RuntimeError during call: Subtraction, the `-` operator, with a bool tensor is not support / AssertionError during call: from user code:
+#
+# [exceptions.backend raised an internal AssertionError] call 0 (grad): call: eager RuntimeError during call: RuntimeError: Subtraction, the `-` operator, with a bool tensor is not supported. If you are trying to invert a mask, use the `~` or `logical_not()` operator instead., backend AssertionError during call: AssertionError: from user code:
+#
+# Found with torch.compile (gradmode-conformance 0.1.0, python 3.11.7, torch 2.9.1+cu128).
+
+import contextlib
+import sys
+
+import torch
+
+
+class Fn0(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, p0, p1):
+        ctx.save_for_backward(p0, p1)
+        t0 = torch.relu(p1)
+        ctx.mark_non_differentiable(t0)
+        return t0
+
+    @staticmethod
+    def backward(ctx, grad):
+        p0, p1 = ctx.saved_tensors
+        return p0 * grad.sum(), p1 * grad.sum()
+
+
+class Fn1(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, p0, p1):
+        ctx.save_for_backward(p0, p1)
+        t4 = torch.atan2(p1, p1)
+        return t4
+
+    @staticmethod
+    def backward(ctx, grad):
+        p0, p1 = ctx.saved_tensors
+        return p0 * grad.sum(), p1 * grad.sum()
+
+
+class Model(torch.nn.Module):
+    def __init__(self, w0, w1):
+        super().__init__()
+        self.w0 = torch.nn.Parameter(w0)
+        self.w1 = torch.nn.Parameter(w1)
+
+    def forward(self, a, b, c):
+        with torch.enable_grad():
+            t1 = Fn0.apply(self.w0, b)
+            if torch.is_grad_enabled():
+                with torch.inference_mode():
+                    t3 = t1 - c
+                t2 = torch.var_mean(b, correction=0)[1]
+            else:
+                t5 = Fn1.apply(t1, self.w0)
+                t2 = b.sum()
+        return t1, b, self.w0, t2
+
+
+# Eager's reference: the program without what nothing reads (the backend declares it may remove dead code).
+class Model_reference(torch.nn.Module):
+    def __init__(self, w0, w1):
+        super().__init__()
+        self.w0 = torch.nn.Parameter(w0)
+        self.w1 = torch.nn.Parameter(w1)
+
+    def forward(self, a, b, c):
+        with torch.enable_grad():
+            t1 = Fn0.apply(self.w0, b)
+            t2 = torch.var_mean(b, correction=0)[1]
+        return t1, b, self.w0, t2
+
+# Each call: the ambient grad mode, the inputs, and the cotangent for each output in backward.
+CALLS = [('grad',
+  [([[[]], [[]], [[]]], 'int64', [3, 1, 0], 'cpu', False),
+   ([0.72265625], 'bfloat16', [1], 'cpu', True),
+   ([], 'bool', [0, 1, 1], 'cpu', False)],
+  [([-0.146484375], 'bfloat16', [1], 'cpu', False),
+   ([-1.359375], 'bfloat16', [1], 'cpu', False),
+   ([], 'float64', [0, 3], 'cpu', False),
+   (-1.5859375, 'bfloat16', [], 'cpu', False)]),
+ ('inference_mode',
+  [([[[]], [[]], [[]]], 'int64', [3, 1, 0], 'cpu', False),
+   ([0.6875], 'bfloat16', [1], 'cpu', True),
+   ([], 'bool', [0, 1, 1], 'cpu', False)],
+  [([-1.3984375], 'bfloat16', [1], 'cpu', False),
+   ([0.400390625], 'bfloat16', [1], 'cpu', False),
+   ([], 'float64', [0, 3], 'cpu', False),
+   (-0.40625, 'bfloat16', [], 'cpu', False)]),
+ ('inference_mode',
+  [([[[]], [[]], [[]]], 'int64', [3, 1, 0], 'cpu', False),
+   ([0.1904296875], 'bfloat16', [1], 'cpu', True),
+   ([], 'bool', [0, 1, 1], 'cpu', False)],
+  [([-1.09375], 'bfloat16', [1], 'cpu', False),
+   ([-1.2578125], 'bfloat16', [1], 'cpu', False),
+   ([], 'float64', [0, 3], 'cpu', False),
+   (0.263671875, 'bfloat16', [], 'cpu', False)]),
+ ('no_grad',
+  [([[[]], [[]], [[]]], 'int64', [3, 1, 0], 'cpu', False),
+   ([0.2060546875], 'bfloat16', [1], 'cpu', True),
+   ([], 'bool', [0, 1, 1], 'cpu', False)],
+  [([-0.365234375], 'bfloat16', [1], 'cpu', False),
+   ([-0.671875], 'bfloat16', [1], 'cpu', False),
+   ([], 'float64', [0, 3], 'cpu', False),
+   (-0.1259765625, 'bfloat16', [], 'cpu', False)]),
+ ('no_grad',
+  [([[[]], [[]], [[]]], 'int64', [3, 1, 0], 'cpu', False),
+   ([-0.921875], 'bfloat16', [1], 'cpu', True),
+   ([], 'bool', [0, 1, 1], 'cpu', False)],
+  [([-1.4140625], 'bfloat16', [1], 'cpu', False),
+   ([-0.81640625], 'bfloat16', [1], 'cpu', False),
+   ([], 'float64', [0, 3], 'cpu', False),
+   (0.6484375, 'bfloat16', [], 'cpu', False)]),
+ ('no_grad',
+  [([[[]], [[]], [[]]], 'int64', [3, 1, 0], 'cpu', False),
+   ([-1.7578125], 'bfloat16', [1], 'cpu', True),
+   ([], 'bool', [0, 1, 1], 'cpu', False)],
+  [([1.5234375], 'bfloat16', [1], 'cpu', False),
+   ([0.97265625], 'bfloat16', [1], 'cpu', False),
+   ([], 'float64', [0, 3], 'cpu', False),
+   (2.640625, 'bfloat16', [], 'cpu', False)])]
+PARAMETERS = [([], 'float64', [0, 3], 'cpu', False), ([], 'bfloat16', [0, 2, 0], 'cpu', False)]
+
+
+def compile_with_backend(fn):
+    return torch.compile(fn, backend='aot_eager')
+
+
+# ---- the check: run eager and the backend the same way, compare what a user can see ----
+
+AMBIENT = {
+    "grad": contextlib.nullcontext,
+    "no_grad": torch.no_grad,
+    "enable_grad_in_no_grad": lambda: _chain(torch.no_grad(), torch.enable_grad()),
+    "set_grad_enabled_false": lambda: _chain(_SetGradEnabled(False)),
+    "inference_mode": torch.inference_mode,
+}
+
+
+class _SetGradEnabled:
+    def __init__(self, mode):
+        self.mode = mode
+
+    def __enter__(self):
+        torch.set_grad_enabled(self.mode)
+
+    def __exit__(self, *exc):
+        pass
+
+
+@contextlib.contextmanager
+def _chain(*managers):
+    with contextlib.ExitStack() as stack:
+        for m in managers:
+            stack.enter_context(m)
+        yield
+
+
+def make(values, dtype, shape, device, requires_grad):
+    # clone(): reshape may return a view, and a backend may treat a view input differently
+    # from the fresh tensor the harness passed (thunder 0.2.6 does).
+    t = torch.tensor(values, dtype=getattr(torch, dtype)).reshape(shape).clone().to(device)
+    return t.requires_grad_() if requires_grad else t
+
+
+def flags(x):
+    if not isinstance(x, torch.Tensor):
+        return repr(x)
+    try:
+        grad_fn = "None" if x.grad_fn is None else "set"
+    except RuntimeError as e:  # eager refuses to read grad_fn of some views: that is what a user sees
+        grad_fn = f"raises {type(e).__name__}"
+    return (f"shape={list(x.shape)} dtype={x.dtype} requires_grad={x.requires_grad} "
+            f"grad_fn={grad_fn} is_inference={x.is_inference()}")
+
+
+def observe(compiled):
+    """Per call: outputs, inputs after, grads after backward, grad mode after, and errors."""
+    entry = (Model if compiled else Model_reference)(*[make(*p) for p in PARAMETERS])
+    tensors_of_entry = list(entry.parameters())
+    f = compile_with_backend(entry) if compiled else entry
+    seen = []
+    for mode, inputs, cotangents in CALLS:
+        xs = [make(*i) for i in inputs]
+        record = {"error": None}
+        before = torch.is_grad_enabled()
+        markers = []
+        try:
+            with AMBIENT[mode]():
+                try:
+                    out = f(*xs)
+                except Exception as e:
+                    record["error"] = f"call raised {type(e).__name__}: {e}".splitlines()[0]
+                record["grad mode after"] = (torch.is_grad_enabled(), torch.is_inference_mode_enabled())
+        finally:
+            torch._C._set_grad_enabled(before)
+        if record["error"] is None:
+            outs = out if isinstance(out, tuple) else (out,)
+            for i, o in enumerate(outs):
+                record[f"return[{i}]"] = (o.detach().clone() if isinstance(o, torch.Tensor) else o, flags(o))
+            pairs = [(o, c) for o, c in zip(outs, cotangents)
+                     if c is not None and isinstance(o, torch.Tensor) and o.requires_grad]
+            try:
+                if pairs:
+                    torch.autograd.backward([o for o, _ in pairs], [make(*c) for _, c in pairs])
+            except Exception as e:
+                record["error"] = f"backward raised {type(e).__name__}: {e}".splitlines()[0]
+        for name, t in zip(['a', 'b', 'c', 'self.w0', 'self.w1'], xs + tensors_of_entry):
+            record[f"{name} after call"] = (t.detach().clone(), flags(t))
+            record[f"{name}.grad"] = None if not t.is_leaf or t.grad is None else t.grad.clone()
+        for t in tensors_of_entry:
+            t.grad = None
+        seen.append(record)
+    return seen, f
+
+
+def differs(a, b):
+    if isinstance(a, tuple) and isinstance(b, tuple):
+        return differs(a[0], b[0]) or (a[1] != b[1] and "flags")
+    if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor):
+        if a.shape != b.shape or a.dtype != b.dtype:
+            return "shape/dtype"
+        tol = {torch.float16: dict(rtol=1e-2, atol=1e-3), torch.bfloat16: dict(rtol=8e-2, atol=1e-2)}
+        try:
+            torch.testing.assert_close(b, a, equal_nan=True, **tol.get(a.dtype, {}))
+        except AssertionError:
+            return "values"
+        return False
+    return (a is None) != (b is None) or (not isinstance(a, torch.Tensor) and a != b)
+
+
+def errors_differ(e, b):
+    """Both raising agrees (messages differ between any two implementations), unless one raised
+    during the call and the other in backward, or the backend's own AssertionError stands in
+    for the error eager gives the user."""
+    if e is None or b is None:
+        return (e is None) != (b is None)
+    stage, kind = (lambda err: err.split(" raised ")[0]), (lambda err: err.split(" raised ")[1].split(":")[0])
+    if (stage(e), stage(b)) == ("backward", "call"):  # the backend builds its backward at the call (declared)
+        return False
+    return stage(e) != stage(b) or (kind(b) == "AssertionError" and kind(e) != "AssertionError")
+
+
+def shown(text):
+    """What the backend said, with control characters escaped: a message must not drive the terminal."""
+    return "".join(c if c.isprintable() or c == "\n" else repr(c)[1:-1] for c in text)
+
+
+def main():
+    eager, _ = observe(compiled=False)
+    try:
+        backend, compiled = observe(compiled=True)
+    except Exception as e:  # the backend broke the run outside its calls (compiling, or state it left)
+        print("MISMATCH", shown(f"the backend's run raised {type(e).__name__}: {e}".splitlines()[0]))
+        print("reproduces")
+        return 1
+    problems = []
+    for i, (e, b) in enumerate(zip(eager, backend)):
+        for key in e:
+            if key == "error":
+                if errors_differ(e[key], b[key]):
+                    problems.append(f"call {i} ({CALLS[i][0]}): eager {e[key] or 'raised nothing'}, "
+                                    f"backend {b[key] or 'raised nothing'}")
+            elif key in b and differs(e[key], b[key]):
+                problems.append(f"call {i} ({CALLS[i][0]}): {key}: eager {e[key]!r}\n      backend {b[key]!r}")
+    for p in problems:
+        print("MISMATCH", shown(p))
+    print("reproduces" if problems else "eager and the backend agree: fixed")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
