@@ -17,7 +17,7 @@ from typing import Callable, Iterator
 from conformance.grad_mode import AMBIENT_GRAD_ENABLED, AMBIENT_MODES
 from conformance.ops import ALIASES, AUTOCAST_OPS, VIEWS
 from conformance.program import (GRAD_ENABLED, Assign, Call, Create, GradRegion, HelperCall, IfGradEnabled, InPlace,
-                                 Program, SetGradMode, statements_in)
+                                 Program, RequiresGrad, SetGradMode, statements_in)
 
 # Ops whose result is a view of their input, which eager gives requires_grad where the input has
 # it even under no_grad (a copy made there does not require grad).
@@ -249,6 +249,25 @@ def casts_a_leaf_for_autocast_without_grad_then_with_grad(program: Program, ambi
     return False
 
 
+def updates_a_zero_dim_double_after_a_graph_break(program: Program, ambient: str | None = None) -> bool:
+    """Whether a 0-d float64 value is updated in place after a `requires_grad_()` call, where
+    Dynamo breaks the graph: the value is then an input of the graph that resumes."""
+    from conformance.ops import Meta, infer
+
+    env = {t.name: Meta(t.shape, t.dtype, t.device) for t in program.inputs}
+    broken = False
+    for s in statements_in(program.body):
+        if isinstance(s, RequiresGrad):
+            broken = True
+        elif isinstance(s, Assign) and isinstance(s.value, Call) and all(a in env for a in s.value.args):
+            if (meta := infer(s.value.op, tuple(env[a] for a in s.value.args))) is not None:
+                env[s.target] = meta
+        elif broken and isinstance(s, InPlace) and s.target in env:
+            if env[s.target].shape == () and env[s.target].dtype == "float64":
+                return True
+    return False
+
+
 # The facts known_issues.toml may name (`needs`), by the name it uses: fact(program, ambient).
 FACTS = {"an update while grad is off": updates_while_grad_off,
          "an update while grad is on": updates_while_grad_on,
@@ -266,4 +285,5 @@ FACTS = {"an update while grad is off": updates_while_grad_off,
          "a Function given one tensor twice": gives_a_function_one_tensor_twice,
          "a plain grad-mode call in a Function's forward": sets_grad_mode_in_a_forward,
          "an update of a 0-d float64 input": updates_a_zero_dim_double_input,
+         "an update of a 0-d float64 value after a graph break": updates_a_zero_dim_double_after_a_graph_break,
          "a leaf cast for autocast without grad, then with grad": casts_a_leaf_for_autocast_without_grad_then_with_grad}

@@ -159,3 +159,15 @@ def test_a_function_returning_its_input_applied_with_grad_off():
     assert not fact(Program(A, (applied,), ("t0",), helpers=(returning,)), "grad")  # recorded: a view with history
     computing = Helper("Fn0", FUNCTION, ("p0",), (op("t9", "sin", "p0"),), "t9")
     assert not fact(Program(A, (GradRegion("no_grad", (applied,)),), ("t0",), helpers=(computing,)))
+
+
+def test_a_zero_dim_double_updated_after_a_graph_break():
+    from conformance.program import RequiresGrad
+
+    fact = facts.FACTS["an update of a 0-d float64 value after a graph break"]
+    inputs = (TensorInput("a", (), "float64"), TensorInput("c", (1, 0), "float64"))
+    made, update = op("t0", "mul_scalar", "a"), InPlace("t0", "mul_scalar_", None)
+    assert fact(Program(inputs, (made, RequiresGrad("c"), update), ("t0",)))
+    assert not fact(Program(inputs, (made, update, RequiresGrad("c")), ("t0",)))  # updated before the break
+    floats = (TensorInput("a", (), "float32"), inputs[1])
+    assert not fact(Program(floats, (made, RequiresGrad("c"), update), ("t0",)))  # float32 is kept
