@@ -117,7 +117,12 @@ def regions(draw, scope: Scope, depth: int, kinds: tuple[str, ...], allowed: tup
     # an enabled region opens with one, which the rest of its body may read.
     first = (draw(op_calls(scope, ops=AUTOCAST_OPS)),) if kind == "autocast" and enabled else ()
     body = draw(blocks(scope, depth - 1, kinds, allowed, max_size=NESTED_MAX))
-    return GradRegion(kind, first + body, enabled, scope.device if kind == "autocast" else "cpu")
+    return _region(kind, first + body, enabled, scope)
+
+
+def _region(kind: str, body: tuple, enabled: bool, scope: Scope) -> GradRegion:
+    # An autocast region casts on the program's device; the grad-mode ones have no device.
+    return GradRegion(kind, body, enabled, scope.device if kind == "autocast" else "cpu")
 
 
 def set_grad_modes() -> st.SearchStrategy[SetGradMode]:
@@ -290,9 +295,9 @@ def crossings(draw, scope: Scope, kinds: tuple[str, ...], updates: bool = False)
     if used is None:
         used = draw(op_calls(scope, reading=(made.target,)))
     if inward:
-        crossing = (made, GradRegion(kind, (used,), enabled, scope.device if kind == "autocast" else "cpu"))
+        crossing = (made, _region(kind, (used,), enabled, scope))
     else:
-        crossing = (GradRegion(kind, (made,), enabled, scope.device if kind == "autocast" else "cpu"), used)
+        crossing = (_region(kind, (made,), enabled, scope), used)
     if isinstance(used, InPlace):
         crossing = crossing[:-1] + read_after(draw, scope, crossing[-1], used.target)
     return crossing

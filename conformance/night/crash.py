@@ -97,10 +97,13 @@ def crash_record(cfg: NightConfig, wid: int, failure: RunFailure, note: str, sec
     except (OSError, ValueError, KeyError):
         data, program, schedule = None, None, None
     why = f"{failure.detail}; {note}" if note else failure.detail
-    known = known_issue_of(failure, program, cfg.backend, known_issues.load())
+    # The night's own registry (fuzz --known-issues), as its other records are triaged against.
+    issues = known_issues.load(cfg.known_issues) if cfg.known_issues else known_issues.load()
+    known = known_issue_of(failure, program, cfg.backend, issues)
     return {
         "signature": failure.signature, "oracle": failure.oracle, "aspect": failure.aspect,
-        "known": known.id if known else None, "known_title": known.title if known else None, "summary": f"[{failure.oracle}.{failure.aspect}] {why}",
+        "known": known.id if known else None, "known_title": known.title if known else None,
+        "summary": f"[{failure.oracle}.{failure.aspect}] {why}",
         "mismatches": [{"oracle": failure.oracle, "aspect": failure.aspect, "where": "worker process",
                         "eager": "returned", "backend": why, "call": None, "ambient": None, "line": why}],
         "statements": count_statements(program) if program else 0,
