@@ -75,7 +75,7 @@ def describe_call(spec) -> str:
     flags = ""
     if spec.requires_grad:
         flags = " with requires_grad " + str(["as declared" if f is None else f for f in spec.requires_grad])
-    return spec.ambient + flags
+    return spec.describe() + flags
 
 
 def raise_for(result: Result) -> None:

@@ -89,7 +89,7 @@ def context_of(result: Result, m: Mismatch | None = None) -> KI.Context:
     call = calls[m.call]
     others = [leaf for k, leaf in enumerate(call.outputs) if k != m.returned]
     connected = any(leaf.kind == "tensor" and leaf.requires_grad and not leaf.is_input for leaf in others)
-    return KI.Context(m.ambient, call.error is not None, connected)
+    return KI.Context(m.ambient, call.error is not None, connected, call.spec.autocast)
 
 
 def focus(result: Result, masked: Callable[[BugClass], bool]) -> Result | None:

@@ -121,10 +121,15 @@ def preserved() -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def ambient(mode: str) -> Iterator[None]:
-    """Run the block under one of AMBIENT_MODES, and restore the state afterwards."""
+def ambient(mode: str, autocast: str = "") -> Iterator[None]:
+    """Run the block under one of AMBIENT_MODES (inside torch.autocast on the device type
+    `autocast`, where one is given, in its default dtype), and restore the state afterwards."""
     if mode not in AMBIENT_MODES:
         raise ValueError(f"unknown ambient grad mode {mode!r}; expected one of {AMBIENT_MODES}")
+    if autocast:
+        with torch.autocast(autocast), ambient(mode):
+            yield
+        return
     with preserved():
         if mode == "grad":
             with torch.enable_grad():
@@ -178,15 +183,28 @@ def replaced_function_apply(replacement) -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def replaced_autocast(replacement) -> Iterator[None]:
-    """Within the block, `torch.autocast(...)` is `replacement(...)` (for planted faults: a
-    compiler that drops autocast regions)."""
-    original = torch.autocast
-    torch.autocast = replacement
+def autocast_ignored() -> Iterator[None]:
+    """Within the block, entering a `torch.autocast` does nothing, whether it is a region or a
+    decorator made before the block (for planted faults: a compiler that drops autocast)."""
+    cls = torch.autocast
+    enter, leave = cls.__enter__, cls.__exit__
+    cls.__enter__, cls.__exit__ = (lambda self: None), (lambda self, *exc: False)
     try:
         yield
     finally:
-        torch.autocast = original
+        cls.__enter__, cls.__exit__ = enter, leave
+
+
+@contextlib.contextmanager
+def replaced_autograd_grad(replacement) -> Iterator[None]:
+    """Within the block, `torch.autograd.grad(...)` calls replacement(original, ...) (for planted
+    faults: a compiler that differentiates inside the function its own way)."""
+    original = torch.autograd.grad
+    torch.autograd.grad = lambda *args, **kwargs: replacement(original, *args, **kwargs)
+    try:
+        yield
+    finally:
+        torch.autograd.grad = original
 
 
 def recording_set_grad_enabled(log: list[bool]):

@@ -12,14 +12,14 @@ from __future__ import annotations
 
 import fnmatch
 import tomllib
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 
 from conformance import serialize
-from conformance.generators.schedules import CallSpec, Schedule
+from conformance.generators.schedules import AMBIENT_AUTOCAST, CallSpec, Schedule
 from conformance.ops import INPLACE, INPLACE_UNARY, OPS
 from conformance.oracles.mismatch import ORACLES, Mismatch, class_key
-from conformance.program import Program, constructs, ops_called
+from conformance.program import GradRegion, Program, constructs, device, ops_called
 from conformance.program_facts import FACTS
 from conformance.report.signatures import Signature
 
@@ -41,6 +41,7 @@ class Context:
     ambient: str | None = None
     raised: bool | None = None
     another_output_requires_grad: bool | None = None
+    autocast: bool = False  # the call was made under the caller's torch.autocast
 
 
 NO_CONTEXT = Context()
@@ -84,9 +85,9 @@ class Shows:
             return False
         if self.message and not any(w in bug.eager or w in bug.backend for w in self.message):
             return False
-        return self._fits(sig, program, context.ambient)
+        return self._fits(sig, program, context.ambient, context.autocast)
 
-    def _fits(self, sig: Signature, program: Program | None, ambient: str | None) -> bool:
+    def _fits(self, sig: Signature, program: Program | None, ambient: str | None, autocast: bool = False) -> bool:
         """Whether the program has the constructs, ops and facts asked for."""
         asks_program = self.ops or self.needs
         asks_constructs = self.constructs or self.any_of or self.others is not None
@@ -95,11 +96,16 @@ class Shows:
         if program is None and (asks_program or sig.constructs is None):
             return False  # nothing to check them on
         have = set(constructs(program) if program is not None else sig.constructs) - {UNMATCHED_CONSTRUCT}
+        have |= set(sig.constructs or ()) & {AMBIENT_AUTOCAST}  # the caller's, not the program's
         if not set(self.constructs) <= have or (self.any_of and not have & set(self.any_of)):
             return False
         if self.others is not None and not have <= set(self.constructs) | set(self.any_of) | set(self.others):
             return False
-        return (not self.ops or calls_one_of(program, self.ops)) and all(FACTS[n](program, ambient) for n in self.needs)
+        # Facts follow eager through the function as called: inside the caller's autocast, its
+        # body runs as in an autocast region.
+        called = replace(program, body=(GradRegion("autocast", program.body, True, device(program)),)) \
+            if autocast and program is not None else program
+        return (not self.ops or calls_one_of(program, self.ops)) and all(FACTS[n](called, ambient) for n in self.needs)
 
     def specificity(self) -> tuple[int, int, int]:
         """How much a finding must have to match: facts of the program first (they tell apart

@@ -24,7 +24,8 @@ REGION_KINDS = ("no_grad", "enable_grad", "set_grad_enabled", "inference_mode", 
 AUTOCAST_DTYPES = {"cpu": "bfloat16", "cuda": "float16"}
 # The two plain calls that flip grad mode for the rest of the function.
 SET_GRAD_APIS = ("torch.set_grad_enabled", "torch._C._set_grad_enabled")
-HELPER_DECORATORS = ("no_grad", "enable_grad")
+# `@torch.autocast(...)` too: a decorated function runs its body in an enabled autocast region.
+HELPER_DECORATORS = ("no_grad", "enable_grad", "autocast")
 # A helper that is a torch.autograd.Function subclass, called as `Fn0.apply(...)`: its body is
 # the forward, which saves its inputs; its backward is not the forward's derivative (each
 # input's gradient is the input times the sum of the output's), so that a backend that
@@ -119,7 +120,21 @@ class Read:
         return READS[self.attr].format(self.of)
 
 
-Value = Union[Call, Create, HelperCall, Read]
+@dataclass(frozen=True)
+class Grad:
+    """`torch.autograd.grad(t1.sum(), a)[0]`: the gradient of a value with respect to an input
+    or a parameter, taken inside the function (a gradient penalty, a force from an energy),
+    maybe with `create_graph=True` (then it can be differentiated again)."""
+
+    args: tuple[str, str]  # the value differentiated (summed), and the input or parameter
+    create_graph: bool = False
+
+    def render(self) -> str:
+        y, x = self.args
+        return f"torch.autograd.grad({y}.sum(), {x}{', create_graph=True' if self.create_graph else ''})[0]"
+
+
+Value = Union[Call, Create, HelperCall, Read, Grad]
 
 
 @dataclass(frozen=True)
@@ -199,8 +214,9 @@ Statement = Union[Assign, InPlace, RequiresGrad, GradRegion, SetGradMode, IfGrad
 
 @dataclass(frozen=True)
 class Helper:
-    """A module-level function decorated with `@torch.no_grad()` or `@torch.enable_grad()`, or
-    a torch.autograd.Function (decorator FUNCTION) whose forward is the body."""
+    """A module-level function decorated with `@torch.no_grad()`, `@torch.enable_grad()` or
+    `@torch.autocast(...)`, or a torch.autograd.Function (decorator FUNCTION) whose forward is
+    the body."""
 
     name: str
     decorator: str
@@ -209,10 +225,20 @@ class Helper:
     result: str
     # A Function's forward calls `ctx.mark_non_differentiable(result)`.
     non_differentiable: bool = False
+    device: str = "cpu"  # only for autocast: its device type
 
     @property
     def is_function(self) -> bool:
         return self.decorator == FUNCTION
+
+    def region(self, body: tuple[Statement, ...]) -> GradRegion:
+        """The region a decorated function's body runs in (`@torch.no_grad()` on a function is
+        `with torch.no_grad():` around its body)."""
+        return GradRegion(self.decorator, body, self.decorator == "autocast", self.device)
+
+    def decorator_line(self) -> str:
+        return "@" + self.region(()).header().removeprefix("with ").removesuffix(":") if self.decorator == "autocast" \
+            else f"@torch.{self.decorator}()"
 
 
 @dataclass(frozen=True)
@@ -288,7 +314,7 @@ def _render_return(returns: tuple[str, ...], depth: int) -> str:
 def render_helper(h: Helper) -> str:
     if h.is_function:
         return _render_function(h)
-    lines = [f"@torch.{h.decorator}()", f"def {h.name}({', '.join(h.params)}):"]
+    lines = [h.decorator_line(), f"def {h.name}({', '.join(h.params)}):"]
     lines += _render_block(h.body, 1)
     lines.append(f"{INDENT}return {h.result}")
     return "\n".join(lines)
@@ -342,6 +368,16 @@ def render_entry(program: Program, name: str | None = None) -> str:
     lines += _render_block(program.body, 1, program.functions)
     lines.append(_render_return(program.returns, 1))
     return "\n".join(lines)
+
+
+def device(program: Program) -> str:
+    """The device type the program computes on (where the caller's autocast applies)."""
+    return next((t.device for t in program.inputs + program.parameters if t.device != "cpu"), "cpu")
+
+
+def autocast_source(program: Program) -> str:
+    """The caller's `with torch.autocast(...)`, as a person would write it around a call."""
+    return GradRegion("autocast", (), True, device(program)).header()
 
 
 def statements_in(block: tuple[Statement, ...]) -> Iterator[Statement]:
@@ -426,6 +462,8 @@ def constructs(program: Program) -> frozenset[str]:
                     found.add("detach")
                 elif isinstance(v, Read):
                     found.add(f"read_{v.attr}")
+                elif isinstance(v, Grad):
+                    found.add("autograd.grad(create_graph)" if v.create_graph else "autograd.grad")
 
     walk(program.body)
     for h in program.helpers:

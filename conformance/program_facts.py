@@ -64,7 +64,10 @@ def run_order(program: Program, ambient: str) -> Iterator[Step]:
                 mode = yield from walk(s.then if mode.grad else s.orelse, mode)
             elif isinstance(s, Assign) and isinstance(s.value, HelperCall) and s.value.helper in helpers:
                 helper = helpers[s.value.helper]
-                yield from walk(helper.body, replace(mode, grad=helper.decorator == "enable_grad"))
+                if helper.is_function:  # a forward runs with grad off
+                    yield from walk(helper.body, replace(mode, grad=False))
+                else:  # as the region it is (`@torch.no_grad()` is `with torch.no_grad():` around the body)
+                    mode = yield from walk((helper.region(helper.body),), mode)
         return mode
 
     end = yield from walk(program.body, caller)

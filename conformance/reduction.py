@@ -27,6 +27,7 @@ from conformance.program import (
     GRAD_ENABLED,
     Assign,
     Call,
+    Grad,
     GradRegion,
     Helper,
     HelperCall,
@@ -113,7 +114,7 @@ def size(program: Program, schedule: Schedule) -> tuple:
     temps = sum(1 for name in _uses(program) if not _is_input_or_parameter(name, program))
     plain_inputs = sum(int(i.requires_grad) + int(i.dtype != "float32") + len(i.shape) + sum(i.shape)
                        + int(bool(i.special)) for i in program.inputs + program.parameters)
-    plain_calls = sum(int(c.ambient != "grad") + int(bool(c.requires_grad)) for c in schedule)
+    plain_calls = sum(int(c.ambient != "grad") + int(bool(c.requires_grad)) + int(c.autocast) for c in schedule)
     return (count_statements(program), len(program.helpers),
             sum(int(h.is_function) + int(h.non_differentiable) for h in program.helpers), len(schedule), len(program.inputs),
             len(program.parameters), len(program.returns), temps, plain_inputs, plain_calls,
@@ -168,7 +169,7 @@ def candidates(program: Program, schedule: Schedule) -> Iterator[Example]:
                 parameters = program.parameters[:i] + (plainer,) + program.parameters[i + 1:]
                 yield replace(program, parameters=parameters), schedule
     for i, c in enumerate(schedule):
-        for plainer in (replace(c, ambient="grad"), replace(c, requires_grad=())):
+        for plainer in (replace(c, ambient="grad"), replace(c, requires_grad=()), replace(c, autocast=False)):
             if plainer != c:
                 yield program, schedule[:i] + (plainer,) + schedule[i + 1:]
     if program.seed != 0:
@@ -210,7 +211,7 @@ def _inlined(block: tuple[Statement, ...], helpers: dict[str, Helper]) -> Iterat
             mapping = {t: f"{s.target}_{t}" for t in temps}  # the helper's names, unique in the caller
             mapping.update(zip(h.params, s.value.args))
             mapping[h.result] = s.target
-            yield before + (GradRegion(h.decorator, renamed(h.body, mapping)),) + after
+            yield before + (h.region(renamed(h.body, mapping)),) + after
         elif isinstance(s, GradRegion):
             yield from (before + (replace(s, body=body),) + after for body in _inlined(s.body, helpers))
         elif isinstance(s, IfGradEnabled):
@@ -235,7 +236,7 @@ def _argument_edits(block: tuple[Statement, ...], simpler: list[str]) -> Iterato
 
 
 def _statement_argument_edits(s: Statement, simpler: list[str]) -> Iterator[Statement]:
-    if isinstance(s, Assign) and isinstance(s.value, (Call, HelperCall)):
+    if isinstance(s, Assign) and isinstance(s.value, (Call, HelperCall, Grad)):
         args = s.value.args
         for j, arg in enumerate(args):
             if arg not in simpler:
@@ -335,7 +336,7 @@ def renamed(block: tuple[Statement, ...], mapping: dict[str, str]) -> tuple[Stat
     def statement(s):
         if isinstance(s, Assign):
             v = s.value
-            if isinstance(v, Call):
+            if isinstance(v, (Call, Grad)):
                 v = replace(v, args=tuple(map(name, v.args)))
             elif isinstance(v, HelperCall):
                 v = replace(v, helper=name(v.helper), args=tuple(map(name, v.args)))

@@ -18,7 +18,7 @@ import torch
 from conformance import grad_mode, text
 from conformance.generators.schedules import CallSpec, Schedule
 from conformance.outcome import CallOutcome, ErrorInfo, Leaf, SideOutcome
-from conformance.program import GradRegion, Program, SetGradMode, TensorInput, render, statements_in
+from conformance.program import GradRegion, Program, SetGradMode, TensorInput, device, render, statements_in
 
 _counter = 0
 
@@ -167,10 +167,11 @@ def run_call(
     outcome.cache_key = (
         grad_mode.AMBIENT_GRAD_ENABLED[spec.ambient],
         tuple((tuple(t.shape), t.dtype, t.device.type, t.requires_grad) for t in inputs),
+        spec.autocast,
     )
     calls: list[bool] = []
     raw: tuple[Any, ...] = ()
-    with grad_mode.ambient(spec.ambient), _phase(timer, f"{side} call"):
+    with grad_mode.ambient(spec.ambient, device(program) if spec.autocast else ""), _phase(timer, f"{side} call"):
         try:
             if record_set_grad:
                 with grad_mode.recording_set_grad_enabled(calls):

@@ -11,7 +11,7 @@ from conformance import program as P
 from conformance.generators.schedules import CallSpec
 
 _TYPES = {cls.__name__: cls for cls in (
-    P.TensorInput, P.Call, P.Create, P.HelperCall, P.Read, P.Assign, P.InPlace, P.RequiresGrad,
+    P.TensorInput, P.Call, P.Create, P.HelperCall, P.Read, P.Grad, P.Assign, P.InPlace, P.RequiresGrad,
     P.GradRegion, P.SetGradMode, P.IfGradEnabled, P.Helper, P.Program, CallSpec,
 )}
 

@@ -22,7 +22,7 @@ from dataclasses import replace
 
 from conformance.ops import VIEWS
 from conformance.oracles.mismatch import Mismatch
-from conformance.program import (Assign, Call, GradRegion, HelperCall, IfGradEnabled, InPlace, Program, Read,
+from conformance.program import (Assign, Call, Grad, GradRegion, HelperCall, IfGradEnabled, InPlace, Program, Read,
                                  RequiresGrad, SetGradMode, Statement, statements_in, without_uncalled_helpers)
 
 # What the slice of each oracle starts from: the differing leaf, or every return.
@@ -138,7 +138,7 @@ def _aliases(block: tuple[Statement, ...]) -> dict[str, set[str]]:
 def _reads(s: Statement) -> set[str]:
     if isinstance(s, Assign):
         v = s.value
-        return set(v.args) if isinstance(v, (Call, HelperCall, Read)) else set()
+        return set(v.args) if isinstance(v, (Call, HelperCall, Read, Grad)) else set()
     if isinstance(s, InPlace):
         return set(s.reads)
     if isinstance(s, RequiresGrad):

@@ -18,6 +18,7 @@ from conformance.check import failure_message, run_example
 from conformance.engine import (MAX_STATEMENTS, PHASES, SCOPES, Finding, examples, finding_of,  # noqa: F401
                                 class_of, focus, reduce_finding, search, seeded, split_failures)
 from conformance.oracles.mismatch import class_key
+from conformance.generators.schedules import caller_constructs
 from conformance.program import constructs, count_statements
 from conformance.shrinking import DEFAULT_SHRINK_SECONDS, Budget, Memo
 
@@ -37,7 +38,7 @@ def check_area(backend, name: str, strategy, issues=None, on_finding=None,
     small_enough: set[str] = set()  # classes whose shrunk program is already a readable repro
 
     def check(program, schedule):
-        for c in sorted(constructs(program)):
+        for c in sorted(constructs(program) | caller_constructs(schedule)):
             event(c)
         result = run(program, backend, schedule)
         note(failure_message(result) if result.mismatches else "")

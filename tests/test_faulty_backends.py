@@ -10,6 +10,7 @@ from hypothesis import HealthCheck, Phase, find, settings
 
 from conformance.backends import get
 from conformance.check import failure_message, run_example
+from conformance.program import constructs, render
 from conformance.suite import examples
 
 CASES = {
@@ -23,9 +24,16 @@ CASES = {
     "perturbs_outputs": "outputs",
     "raises_on_grad_mode_calls": "exceptions",
     "ignores_autocast": "outputs",
+    "ignores_ambient_autocast": "outputs",
+    "stale_autocast_cache": "outputs",
+    "drops_create_graph": "flags",
 }
 # A fault in one construct is looked for in programs that draw it.
-DRAWS = {"inlines_functions": examples(statements=("op", "helper")), "ignores_autocast": examples(regions=("autocast",))}
+DRAWS = {"inlines_functions": examples(statements=("op", "helper")), "ignores_autocast": examples(regions=("autocast",)),
+         "drops_create_graph": examples(statements=("op", "grad")),
+         # the caller's autocast shows in a product outside the function's own autocast regions
+         "ignores_ambient_autocast": examples(regions=(), statements=("op",)),
+         "stale_autocast_cache": examples(regions=(), statements=("op",))}
 BUDGET = settings(max_examples=200, database=None, derandomize=True, deadline=None,
                   phases=[Phase.generate, Phase.shrink],
                   suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
@@ -52,3 +60,14 @@ def test_spec_of_unknown_factory_is_a_clear_error():
         get("no_such_module:factory")
     with pytest.raises(BackendUnavailable, match="unknown backend 'thundr'"):
         get("thundr")
+
+
+def test_a_backend_that_ignores_autocast_decorators_is_caught():
+    # Programs with helpers and no region: only a `@torch.autocast(...)` function can show it.
+    backend = get("conformance.backends.faulty:ignores_autocast")
+
+    def caught(example):
+        return any(m.oracle == "outputs" for m in run_example(example[0], backend, example[1]).mismatches)
+
+    program, schedule = find(examples(regions=(), statements=("op", "helper")), caught, settings=BUDGET)
+    assert "@autocast" in constructs(program), render(program)

@@ -475,3 +475,29 @@ def test_an_example_run_apart_tells_whether_it_broke_its_process(tmp_path, monke
     failure = run_apart(program, schedule, "tests.fake_backends:breaks_torch_under_inference_mode")
     assert failure is not None and failure.signature.startswith("crash.torch left broken")
     assert run_apart(program, schedule, "identity") is None
+
+
+def test_a_call_under_the_callers_autocast_is_classified_as_the_function_runs_there():
+    # Eager's autocast cache keeps a cast made under no_grad for the caller's whole autocast too:
+    # the program needs no region of its own. Without the caller's autocast in the Context, the
+    # same program with the same symptom is no known issue (planted: facts read without it).
+    from conformance.generators.schedules import CallSpec
+    from conformance.oracles.mismatch import Mismatch
+    from conformance.program import Assign, Call, GradRegion, Program, TensorInput
+    from conformance.generators.schedules import AMBIENT_AUTOCAST
+    from conformance.report.signatures import signature
+
+    a = (TensorInput("a", (2, 2), requires_grad=True), TensorInput("b", (2, 2)))
+    product = Call("matmul", ("a", "b"))
+    program = Program(a, (GradRegion("no_grad", (Assign("t0", product),)), Assign("t1", product)), ("t1",))
+    m = Mismatch("flags", "requires_grad", "return[0]", "False", "True", 0, "grad")
+    found = signature(m, program, (CallSpec(autocast=True),))
+    assert AMBIENT_AUTOCAST in found.constructs
+    assert AMBIENT_AUTOCAST not in signature(m, program, (CallSpec(),)).constructs
+    cache_bug = "eager-autocast-cache-keeps-a-cast-made-under-no-grad"
+    assert known_issues.classify(found, "thunder", ISSUES, program, Context("grad", autocast=True)).id == cache_bug
+    assert known_issues.classify(found, "thunder", ISSUES, program, Context("grad")) is None
+    # An entry that allows no other construct does not take a bug shown only under the caller's autocast.
+    only_no_grad = replace(ISSUES[0], id="only-no-grad", shows=(Shows(("flags",), constructs=("no_grad",), others=()),))
+    assert known_issues.classify(signature(m, program, (CallSpec(),)), "thunder", [only_no_grad], program).id == "only-no-grad"
+    assert known_issues.classify(found, "thunder", [only_no_grad], program) is None

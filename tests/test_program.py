@@ -55,6 +55,16 @@ def test_an_autocast_region_renders_as_torch_autocast_on_its_device_and_runs():
     assert [o.dtype for o in side.calls[0].outputs] == ["bfloat16", "float32"]  # what autocast does
 
 
+def test_an_autocast_helper_renders_as_a_decorated_function_and_runs_in_autocast():
+    helper = Helper("helper0", "autocast", ("p0",), (Assign("r0", Call("dot_self", ("p0",))),), "r0")
+    p = Program((X,), (Assign("t0", HelperCall("helper0", ("a",))), Assign("t1", Call("dot_self", ("a",)))),
+                ("t0", "t1"), (helper,))
+    assert '@torch.autocast("cpu", dtype=torch.bfloat16)\ndef helper0(p0):\n' in render(p)
+    assert "@autocast" in constructs(p)
+    side = runner.run(p, None, schedules_single())
+    assert [o.dtype for o in side.calls[0].outputs] == ["bfloat16", "float32"]  # only inside the helper
+
+
 def test_nests_to_depth_four_and_runs():
     p = nested(4)
     source = render(p)

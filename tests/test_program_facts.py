@@ -43,6 +43,20 @@ def test_an_autocast_region_leaves_grad_mode_as_its_body_set_it():
     assert modes(restored, "grad") == {"t0": False, "t1": True}
 
 
+def test_a_decorated_helper_runs_as_the_region_of_its_decorator():
+    # @no_grad restores grad on return; @autocast does not (a plain call in it outlives it), but
+    # puts its body in autocast. Planted fault: every helper taken as a grad-mode one.
+    from conformance.program import Helper, HelperCall
+
+    body = (SetGradMode("torch.set_grad_enabled", False), op("r0", "dot_self", "p0"))
+    call = Assign("t0", HelperCall("helper0", ("a",)))
+    for decorator, grad_after in (("no_grad", True), ("autocast", False)):
+        program = Program(A, (call, op("t1")), ("t1",), (Helper("helper0", decorator, ("p0",), body, "r0"),))
+        steps = {s.statement.target: s.mode for s in facts.run_order(program, "grad") if isinstance(s.statement, Assign)}
+        assert steps["t1"].grad is grad_after, decorator
+        assert bool(steps["r0"].autocast) is (decorator == "autocast") and not steps["t1"].autocast
+
+
 def test_inference_mode_is_kept_where_grad_is_turned_back_on():
     program = Program(A, (GradRegion("inference_mode", (SetGradMode("torch.set_grad_enabled", True), op("t0"))),),
                       ("a",))

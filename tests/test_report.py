@@ -45,6 +45,7 @@ def run_repro(tmp_path, record, spec=None):
                           env=env)
 
 
+PRODUCT = Program((A,), (Assign("t0", Call("dot_self", ("a",))),), ("t0",))
 # Eager raises: an in-place update of a leaf that requires grad, with grad enabled.
 RAISES = Program((A,), (InPlace("a", "add_", "a"),), ("a",))
 # An input with a NaN: pprint writes it `nan`, which the repro must define; eager and eager agree.
@@ -61,6 +62,9 @@ NAN = Program((TensorInput("a", (2,), requires_grad=True, special="nan"),), (Ass
     ("tests.fake_backends:defers_errors", RAISES, (CallSpec(),)),
     ("forgets_grad_mode_change", LEAVES_GRAD_OFF, (CallSpec(),)),
     ("stale_grad_mode_cache", PROGRAM, (CallSpec("grad"), CallSpec("no_grad", values_seed=1))),
+    # the caller's autocast: the repro makes the call inside torch.autocast, as the harness did
+    ("ignores_ambient_autocast", PRODUCT, (CallSpec("no_grad", autocast=True),)),
+    ("stale_autocast_cache", PRODUCT, (CallSpec(), CallSpec(autocast=True, values_seed=1))),
     # the backend breaks the run outside a call: it reproduces (exit 1), not a script that cannot run
     ("tests.fake_backends:fails_to_compile", PROGRAM, (CallSpec(),)),
 ])

@@ -28,7 +28,8 @@ class _Wrapping:
 
     def cache_key(self, args) -> tuple:
         return (torch.is_grad_enabled(),) + tuple(
-            (tuple(a.shape), a.dtype, a.device.type, a.requires_grad) for a in args if isinstance(a, torch.Tensor))
+            (tuple(a.shape), a.dtype, a.device.type, a.requires_grad) for a in args if isinstance(a, torch.Tensor)
+        ) + (any(torch.is_autocast_enabled(d) for d in grad_mode.AUTOCAST_DEVICES),)
 
     def call(self, fn, args, compiled):
         return fn(*args)
@@ -201,15 +202,52 @@ class RaisesOnGradModeCalls(_Wrapping):
 
 
 class IgnoresAutocast(_Wrapping):
-    """Runs `with torch.autocast(...)` regions as plain blocks: a matmul in one computes in
-    float32, not bfloat16 (outputs)."""
+    """Runs `with torch.autocast(...)` regions and `@torch.autocast(...)` functions as plain
+    code: a matmul in one computes in float32, not bfloat16 (outputs)."""
 
     fault = "ignores autocast regions"
 
     def call(self, fn, args, compiled):
-        import contextlib
+        with grad_mode.autocast_ignored():
+            return fn(*args)
 
-        with grad_mode.replaced_autocast(lambda *a, **k: contextlib.nullcontext()):
+
+class IgnoresAmbientAutocast(_Wrapping):
+    """Runs the function outside the caller's autocast (on the CPU): a matmul computes in
+    float32 where the caller asked for bfloat16 (outputs), as a compiler that reads autocast
+    only from regions inside the function would."""
+
+    fault = "ignores the caller's autocast"
+
+    def call(self, fn, args, compiled):
+        with torch.autocast("cpu", enabled=False):
+            return fn(*args)
+
+
+class StaleAutocastCache(_Wrapping):
+    """Drops the caller's autocast from the cache key: a later call under another autocast
+    state reuses the state of the first compilation (outputs, recompiles: too few)."""
+
+    fault = "caller's autocast dropped from the cache key"
+
+    def cache_key(self, args) -> tuple:
+        return super().cache_key(args)[:-1]
+
+    def call(self, fn, args, compiled):
+        first = compiled.__dict__.setdefault("autocast", {}).setdefault(
+            compiled.current_key, torch.is_autocast_enabled("cpu"))
+        with torch.autocast("cpu", enabled=first):
+            return fn(*args)
+
+
+class DropsCreateGraph(_Wrapping):
+    """Takes every `torch.autograd.grad` inside the function without `create_graph`: the
+    gradient does not require grad, and nothing flows back through it (flags, gradients)."""
+
+    fault = "torch.autograd.grad's create_graph ignored"
+
+    def call(self, fn, args, compiled):
+        with grad_mode.replaced_autograd_grad(lambda grad, *a, **k: grad(*a, **(k | {"create_graph": False}))):
             return fn(*args)
 
 
@@ -224,6 +262,9 @@ FAULTS = {
     "perturbs_outputs": PerturbsOutputs,
     "raises_on_grad_mode_calls": RaisesOnGradModeCalls,
     "ignores_autocast": IgnoresAutocast,
+    "ignores_ambient_autocast": IgnoresAmbientAutocast,
+    "stale_autocast_cache": StaleAutocastCache,
+    "drops_create_graph": DropsCreateGraph,
 }
 
 # Factories for SPECs: conformance.backends.faulty:<name>

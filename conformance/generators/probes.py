@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING
 from conformance.generators.schedules import SINGLE_CALL, CallSpec, Schedule
 from conformance.generators.sweep import boundary_programs
 from conformance.ops import BINARY, FAMILIES, Meta, infer
-from conformance.program import (HELPER_DECORATORS, Assign, Call, GradRegion, Helper, HelperCall, IfGradEnabled,
+from conformance.program import (Assign, Call, GradRegion, Helper, HelperCall, IfGradEnabled,
                                  Program, SetGradMode, TensorInput)
 
 if TYPE_CHECKING:
@@ -68,7 +68,7 @@ def construct_programs() -> list[Program]:
     programs += [_around(SetGradMode(api, False), _MADE, SetGradMode(api, True), _READ)
                  for api in ("torch.set_grad_enabled", "torch._C._set_grad_enabled")]
     programs.append(_around(SetGradMode("torch.set_grad_enabled", False), _MADE, returns=("t0",)))
-    for decorator in HELPER_DECORATORS:  # @torch.no_grad(): t1 reads a constant; @torch.enable_grad(): as above
+    for decorator in ("no_grad", "enable_grad"):  # @torch.no_grad(): t1 reads a constant; @torch.enable_grad(): as above
         helper = Helper("helper0", decorator, ("p0",), (Assign("r0", Call("mul_scalar", ("p0",))),), "r0")
         call = Assign("t0", HelperCall("helper0", ("a",)))
         programs.append(_around(call, _READ, helpers=(helper,)) if decorator == "no_grad"

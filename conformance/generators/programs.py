@@ -62,7 +62,8 @@ def programs(
             params += (draw(parameters(f"w{i}", device, earlier=inputs + params)),)
     env = {i.name: Meta.of(i) for i in inputs}
     env.update({f"self.{p.name}": Meta.of(p) for p in params})
-    scope = Scope(env, Names(), [], device, ops=ops)
+    differentiable = frozenset([i.name for i in inputs if i.requires_grad] + [f"self.{p.name}" for p in params])
+    scope = Scope(env, Names(), [], device, ops=ops, differentiable=differentiable)
     body = draw(blocks(scope, max_depth, regions, statements, max_size=max_statements))
     # Variables in the order they were made (inputs first), so that deleting a statement
     # after the returned variable while shrinking leaves the return pointing at it.

@@ -1,4 +1,4 @@
-"""Call schedules: the ambient grad modes (and input flags) for each call of one example."""
+"""Call schedules: the ambient grad modes (and autocast, and input flags) for each call of one example."""
 
 from __future__ import annotations
 
@@ -17,16 +17,36 @@ class CallSpec:
     requires_grad: tuple[bool | None, ...] = ()
     # Fresh values per call, so a cache that baked a value in shows up.
     values_seed: int = 0
+    # Called inside `torch.autocast` on the program's device (its default dtype), as a training
+    # step calls a model under mixed precision: the compiled function's products compute in it.
+    autocast: bool = False
+
+    def describe(self) -> str:
+        """How the call is made, for reports: `no_grad`, `no_grad under autocast`."""
+        return self.ambient + (" under autocast" if self.autocast else "")
 
 
 Schedule = tuple[CallSpec, ...]
+
+# The construct an example has where a call is made under the caller's autocast (in signatures,
+# construct counts, known issues' tables): a bug of the function's own autocast regions and one
+# of the caller's are two bugs.
+AMBIENT_AUTOCAST = "autocast(ambient)"
+
+
+def caller_constructs(schedule: Schedule) -> frozenset[str]:
+    """The constructs the calls add to the program's."""
+    return frozenset({AMBIENT_AUTOCAST}) if any(spec.autocast for spec in schedule) else frozenset()
 
 
 @st.composite
 def call_specs(draw, n_inputs: int) -> CallSpec:
     ambient = draw(st.sampled_from(AMBIENT_MODES), label="call.ambient")
     flags = tuple(draw(st.one_of(st.none(), st.booleans()), label=f"call.requires_grad[{i}]") for i in range(n_inputs))
-    return CallSpec(ambient, flags if any(f is not None for f in flags) else ())
+    # One call in four under autocast: most programs hold no product it changes, and shrinking
+    # goes to 0 (no autocast).
+    autocast = draw(st.integers(0, 3), label="call.autocast") == 3
+    return CallSpec(ambient, flags if any(f is not None for f in flags) else (), autocast=autocast)
 
 
 def schedules(n_inputs: int, max_calls: int = 6) -> st.SearchStrategy[Schedule]:

@@ -45,10 +45,12 @@ class Scope:
     ops: tuple[str, ...] = tuple(OPS)  # the ops this program draws from (swarm testing)
     views: set[str] = field(default_factory=set)  # the variables a view op (or detach) made
     flags: list[str] = field(default_factory=list)  # the variables a Read bound: bools, not tensors
+    # The inputs and parameters that require grad (as declared; a call may change an input's).
+    differentiable: frozenset[str] = frozenset()
 
     def child(self) -> "Scope":
         return Scope(dict(self.env), self.names, self.helpers, self.device, self.in_helper, self.labels, self.ops,
-                     set(self.views), list(self.flags))
+                     set(self.views), list(self.flags), self.differentiable)
 
     def variables(self) -> list[str]:
         return sorted(self.env, key=_name_order)

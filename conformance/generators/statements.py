@@ -22,6 +22,7 @@ from conformance.program import (
     Assign,
     Call,
     Create,
+    Grad,
     GradRegion,
     Helper,
     HelperCall,
@@ -41,7 +42,7 @@ NESTED_MAX = 2
 # so that swarm testing can leave it out of a program while keeping plain creations (thunder
 # rejects the keyword before anything else of the program runs).
 STATEMENT_KINDS = ("op", "create", "create_requires_grad", "region", "set_grad", "inplace", "requires_grad_", "if",
-                   "helper", "crossing", "read")
+                   "helper", "crossing", "read", "grad")
 # What a "helper" statement calls: a decorated function, or a torch.autograd.Function (a third of
 # them: as a kind of its own, Functions were in half the programs, and a 10-minute thunder night
 # met 29 of the guard's known issues instead of 31). A quarter of the Functions mark their output
@@ -236,13 +237,16 @@ def helper_calls(draw, scope: Scope, depth: int, kinds, allowed) -> Assign:
         names = [v for v in names if scope.env[v].dtype in FLOAT_DTYPES]
         # A forward that updates its input in place must say so (ctx.mark_dirty), or autograd's
         # answer is undefined: no update in a forward, so that eager's answer is the reference.
-        allowed = tuple(k for k in allowed if k not in ("inplace", "requires_grad_", "crossing"))
+        # Nor a gradient: grad is off in a forward, so `torch.autograd.grad` there only raises.
+        allowed = tuple(k for k in allowed if k not in ("inplace", "requires_grad_", "crossing", "grad"))
     n_args = draw(st.integers(1, min(2, len(names))), label="helper.arity")
     args = tuple(draw(st.sampled_from(names), label=f"helper.arg{i}") for i in range(n_args))
     params = tuple(f"p{i}" for i in range(n_args))
     inner = Scope({p: scope.env[a] for p, a in zip(params, args)}, scope.names, scope.helpers, scope.device, True,
                   ops=scope.ops)
-    body = draw(blocks(inner, depth - 1, kinds, allowed, max_size=NESTED_MAX))
+    # As an enabled autocast region does (regions), an autocast helper's body opens with a product.
+    first = (draw(op_calls(inner, ops=AUTOCAST_OPS)),) if decorator == "autocast" else ()
+    body = first + draw(blocks(inner, depth - 1, kinds, allowed, max_size=NESTED_MAX))
     # A forward runs with grad off; half of them change it in a region. Drawn as helper bodies
     # are, 6 of 145 forwards did (a census of 300 programs); with this draw 59 of 104 (600
     # programs of ops, regions, plain calls and helpers). "No" shrinks to the plain body.
@@ -253,7 +257,8 @@ def helper_calls(draw, scope: Scope, depth: int, kinds, allowed) -> Assign:
         marked = draw(st.booleans(), label="function.marks") and draw(st.booleans(), label="function.marks2")
         helper = Helper(scope.names.function(), FUNCTION, params, body, result, non_differentiable=marked)
     else:
-        helper = Helper(scope.names.helper(), decorator, params, body, result)
+        helper = Helper(scope.names.helper(), decorator, params, body, result,
+                        device=scope.device if decorator == "autocast" else "cpu")
     scope.helpers.append(helper)
     target = scope.names.temp()
     scope.env[target] = inner.env[result]
@@ -336,6 +341,10 @@ def statements(draw, scope: Scope, depth: int, kinds: tuple[str, ...], allowed: 
         return draw(helper_calls(scope, depth, kinds, allowed))
     if kind == "crossing" and nested and kinds:
         return draw(crossings(scope, kinds, updates="inplace" in allowed))
+    if kind == "grad":
+        made = draw(gradients(scope, nested))
+        if made is not None:
+            return made
     made = draw(op_calls(scope, ops=matmuls(draw, scope)))
     # A reduction's result combined by a binary op with another value, `x - x.mean()` or
     # `y * x.sum()`, as losses and norms are written: autograd then sums the broadcast's
@@ -350,6 +359,28 @@ def statements(draw, scope: Scope, depth: int, kinds: tuple[str, ...], allowed: 
     if binary and draw(st.booleans(), label="reduction.combine"):
         return made, draw(op_calls(scope, reading=(made.target,), ops=binary))
     return made
+
+
+@st.composite
+def gradients(draw, scope: Scope, nested: bool) -> tuple | None:
+    """`t1 = op(a)` then `t2 = torch.autograd.grad(t1.sum(), a)[0]`: a gradient taken inside the
+    function, of an input or a parameter (one that requires grad, where there is one), through an op that
+    reads it, in `with torch.enable_grad():` (where regions may nest), as code that
+    differentiates where its caller may be in no_grad writes it. Half with `create_graph=True`, whose gradient the
+    harness's backward differentiates again. None where no float input or parameter exists."""
+    leaves = [v for v in scope.variables() if not is_temporary(v) and scope.env[v].is_float]
+    if not leaves:
+        return None
+    # Of one that requires grad where there is one: of another, eager raises (both sides, most often).
+    leaves = [v for v in leaves if v in scope.differentiable] or leaves
+    wrt = draw(st.sampled_from(leaves), label="grad.of")
+    made = draw(op_calls(scope, reading=(wrt,)))
+    target = scope.names.temp()
+    scope.env[target] = scope.env[wrt]
+    taken = Assign(target, Grad((made.target, wrt), draw(st.booleans(), label="grad.create_graph")))
+    if nested:  # the shrinker drops the region where the call's own grad mode shows the bug
+        return (_region("enable_grad", (made, taken), False, scope),)
+    return made, taken
 
 
 def reading_ops(draw, made: Create) -> tuple[str, ...]:

@@ -202,6 +202,7 @@ class Worker(AsTheyAre):
 
     def timed_run(self, program, schedule):
         """The example's Result; a hang's Result where it runs past --example-timeout."""
+        from conformance.generators.schedules import caller_constructs
         from conformance.program import constructs
         from conformance.serialize import encode
 
@@ -219,7 +220,7 @@ class Worker(AsTheyAre):
         finally:
             signal.setitimer(signal.ITIMER_REAL, 0)
         if self.run.misses > before:
-            self.constructs.update(constructs(program) or {"plain ops"})
+            self.constructs.update(constructs(program) | caller_constructs(schedule) or {"plain ops"})
             self.exit_if_torch_broken()
         return result
 

@@ -15,8 +15,8 @@ POLICIES = ("per key", "every call")
 def expected_compilations(policy: str, keys: list) -> int:
     """How many compilations a correct cache makes for calls with these cache keys, in order.
 
-    A key is what the call's semantics depend on: the ambient `torch.is_grad_enabled()`
-    and, per input, shape, dtype, device and requires_grad.
+    A key is what the call's semantics depend on: the ambient `torch.is_grad_enabled()`,
+    per input, shape, dtype, device and requires_grad, and whether the caller is in autocast.
     - "per key": one compilation per distinct key seen (thunder's "constant values" and
       "symbolic values" options; our inputs never vary in shape, so both are the same).
     - "every call": a compilation per call (thunder's "no caching").

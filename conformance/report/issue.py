@@ -16,7 +16,7 @@ import torch
 
 from conformance import runner, serialize, text
 from conformance.grad_mode import AMBIENT_SOURCE
-from conformance.program import Program, constructs
+from conformance.program import Program, autocast_source, constructs
 
 # Where PyTorch documents what eager does, by the construct a repro has (the first that applies).
 DOCS = (
@@ -146,9 +146,12 @@ def _calls(program: Program, schedule, read: str) -> list[str]:
         lines += ["        torch.set_grad_enabled(True)"] if resets else []
         lines += [f"        {n} = {tensor_literal(t)}" for n, t in zip(names, runner.make_inputs(program, spec))]
         body = [f"f({', '.join(names)})"] if index < len(schedule) - 1 else [f"out = f({', '.join(names)})", read]
-        head = AMBIENT_SOURCE[spec.ambient]
-        lines += [f"        {head}"] if head else []
-        lines += [f"        {'    ' if head and head.startswith('with ') else ''}{b}" for b in body]
+        heads = [AMBIENT_SOURCE[spec.ambient]] + ([autocast_source(program)] if spec.autocast else [])
+        pad = "        "
+        for head in filter(None, heads):
+            lines.append(pad + head)
+            pad += "    " if head.startswith("with ") else ""
+        lines += [pad + b for b in body]
     return lines
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 
-from conformance.generators.schedules import Schedule
+from conformance.generators.schedules import Schedule, caller_constructs
 from conformance.oracles.mismatch import BugClass, Mismatch, class_key
 from conformance.program import Program, constructs
 
@@ -42,7 +42,8 @@ def signature(m: Mismatch, program: Program, schedule: Schedule) -> Signature:
     bug = class_key(m)
     if bug.oracle in _SYMPTOM_IS_ENOUGH:
         return Signature(bug, None)
-    return Signature(bug, tuple(sorted(constructs(program) - {"return_is_grad_enabled"})))
+    called = schedule[m.call:m.call + 1] if m.call is not None and m.call < len(schedule) else schedule
+    return Signature(bug, tuple(sorted(constructs(program) - {"return_is_grad_enabled"} | caller_constructs(called))))
 
 
 def slug(record: dict) -> str:
