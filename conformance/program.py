@@ -247,8 +247,9 @@ class Program:
     body: tuple[Statement, ...]
     returns: tuple[str, ...]
     helpers: tuple[Helper, ...] = ()
-    # Non-empty: the body is the forward of an nn.Module owning these as Parameters,
-    # referred to in the body as `self.<name>`.
+    # Non-empty: the body is the forward of an nn.Module owning these, referred to in the body
+    # as `self.<name>`: an nn.Parameter where it requires grad, else a registered buffer (running
+    # statistics, updated in place under no_grad).
     parameters: tuple[TensorInput, ...] = ()
     # Seeds the input values and the cotangents; 0 is as good as any, so it shrinks there.
     seed: int = 0
@@ -359,7 +360,8 @@ def render_entry(program: Program, name: str | None = None) -> str:
             f"{INDENT}def __init__(self, {', '.join(names)}):",
             f"{INDENT * 2}super().__init__()",
         ]
-        init += [f"{INDENT * 2}self.{n} = torch.nn.Parameter({n})" for n in names]
+        init += [f"{INDENT * 2}self.{p.name} = torch.nn.Parameter({p.name})" if p.requires_grad
+                 else f'{INDENT * 2}self.register_buffer("{p.name}", {p.name})' for p in program.parameters]
         fwd = [f"{INDENT}def forward(self{', ' if params else ''}{params}):"]
         fwd += _render_block(program.body, 2, program.functions)
         fwd.append(_render_return(program.returns, 2))
@@ -473,6 +475,8 @@ def constructs(program: Program) -> frozenset[str]:
         walk(h.body)
     if program.is_module:
         found.add("module")
+    if any(not p.requires_grad for p in program.parameters):
+        found.add("buffer")
     if GRAD_ENABLED in program.returns:
         found.add("return_is_grad_enabled")
     return frozenset(found)

@@ -238,7 +238,7 @@ def _run(program: Program, backend, schedule: Schedule, source: str | None, time
             if program.is_module:
                 params = make_parameters(program)
                 entry = entry(*params)
-                params = list(entry.parameters())
+                params = [getattr(entry, p.name) for p in program.parameters]  # buffers too
             callee = entry if backend is None else backend.compile(entry)
     except Exception as exc:
         side.setup_error = error_info(exc, "setup")

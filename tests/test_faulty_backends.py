@@ -27,10 +27,12 @@ CASES = {
     "ignores_ambient_autocast": "outputs",
     "stale_autocast_cache": "outputs",
     "drops_create_graph": "flags",
+    "drops_buffer_updates": "outputs",
 }
 # A fault in one construct is looked for in programs that draw it.
 DRAWS = {"inlines_functions": examples(statements=("op", "helper")), "ignores_autocast": examples(regions=("autocast",)),
          "drops_create_graph": examples(statements=("op", "grad")),
+         "drops_buffer_updates": examples(modules="always"),
          # the caller's autocast shows in a product outside the function's own autocast regions
          "ignores_ambient_autocast": examples(regions=(), statements=("op",)),
          "stale_autocast_cache": examples(regions=(), statements=("op",))}

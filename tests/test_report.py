@@ -45,6 +45,8 @@ def run_repro(tmp_path, record, spec=None):
                           env=env)
 
 
+RUNNING = Program((A,), (GradRegion("no_grad", (InPlace("self.w0", "add_", "a"),)),), ("a",),
+                  parameters=(TensorInput("w0", (2,)),))  # w0 does not require grad: a buffer
 PRODUCT = Program((A,), (Assign("t0", Call("dot_self", ("a",))),), ("t0",))
 # Eager raises: an in-place update of a leaf that requires grad, with grad enabled.
 RAISES = Program((A,), (InPlace("a", "add_", "a"),), ("a",))
@@ -65,6 +67,8 @@ NAN = Program((TensorInput("a", (2,), requires_grad=True, special="nan"),), (Ass
     # the caller's autocast: the repro makes the call inside torch.autocast, as the harness did
     ("ignores_ambient_autocast", PRODUCT, (CallSpec("no_grad", autocast=True),)),
     ("stale_autocast_cache", PRODUCT, (CallSpec(), CallSpec(autocast=True, values_seed=1))),
+    # a module's buffer, updated under no_grad: the repro reads it after each call
+    ("drops_buffer_updates", RUNNING, (CallSpec(),)),
     # the backend breaks the run outside a call: it reproduces (exit 1), not a script that cannot run
     ("tests.fake_backends:fails_to_compile", PROGRAM, (CallSpec(),)),
 ])

@@ -251,6 +251,25 @@ class DropsCreateGraph(_Wrapping):
             return fn(*args)
 
 
+class DropsBufferUpdates(_Wrapping):
+    """Sets a module's buffers back after each call, as a compiler that updates a functional
+    copy of them and never writes it back would: running statistics stay as they were (outputs
+    of a later call, the buffer after the call)."""
+
+    fault = "buffer updates not written back"
+
+    def call(self, fn, args, compiled):
+        buffers = list(fn.buffers()) if isinstance(fn, torch.nn.Module) else []
+        with torch.no_grad():
+            before = [b.clone() for b in buffers]
+        try:
+            return fn(*args)
+        finally:
+            with torch.no_grad():
+                for b, old in zip(buffers, before):
+                    b.copy_(old)
+
+
 FAULTS = {
     "always_grad": AlwaysGrad,
     "stale_grad_mode_cache": StaleGradModeCache,
@@ -265,6 +284,7 @@ FAULTS = {
     "ignores_ambient_autocast": IgnoresAmbientAutocast,
     "stale_autocast_cache": StaleAutocastCache,
     "drops_create_graph": DropsCreateGraph,
+    "drops_buffer_updates": DropsBufferUpdates,
 }
 
 # Factories for SPECs: conformance.backends.faulty:<name>

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import itertools
+from dataclasses import replace
 
 from hypothesis import strategies as st
 
 from conformance.generators.inputs import devices, parameters, tensor_inputs
 from conformance.generators.scope import Names, Scope, is_temporary
-from conformance.generators.statements import STATEMENT_KINDS, blocks
+from conformance.generators.statements import STATEMENT_KINDS, blocks, inplace_updates
 from conformance.ops import ALIASES, FAMILIES, OPS, Meta
 from conformance.program import (GRAD_ENABLED, REGION_KINDS, Assign, Call, GradRegion, IfGradEnabled, InPlace, Program,
                                  SetGradMode, reads, statements_in)
@@ -60,11 +61,17 @@ def programs(
     if modules == "always" or (modules and draw(st.booleans(), label="module")):
         for i in range(draw(st.integers(1, 2), label="parameters")):
             params += (draw(parameters(f"w{i}", device, earlier=inputs + params)),)
+        # A buffer (BatchNorm's running statistics): a tensor of the module that does not
+        # require grad, updated in place under no_grad (running_update). "No" shrinks to none.
+        if draw(st.booleans(), label="buffer"):
+            buffer = draw(parameters(f"w{len(params)}", device, earlier=inputs + params))
+            params += (replace(buffer, requires_grad=False),)
     env = {i.name: Meta.of(i) for i in inputs}
     env.update({f"self.{p.name}": Meta.of(p) for p in params})
-    differentiable = frozenset([i.name for i in inputs if i.requires_grad] + [f"self.{p.name}" for p in params])
+    differentiable = frozenset(f"self.{p.name}" if p in params else p.name for p in inputs + params if p.requires_grad)
     scope = Scope(env, Names(), [], device, ops=ops, differentiable=differentiable)
     body = draw(blocks(scope, max_depth, regions, statements, max_size=max_statements))
+    body += running_update(draw, scope, params)
     # Variables in the order they were made (inputs first), so that deleting a statement
     # after the returned variable while shrinking leaves the return pointing at it.
     returns = tuple(draw(st.lists(st.sampled_from(scope.variables()), min_size=1, max_size=3), label="returns"))
@@ -108,6 +115,18 @@ def programs(
         returns += (GRAD_ENABLED,)
     seed = draw(st.integers(0, 2**16), label="seed")
     return Program(inputs, body, tuple(dict.fromkeys(returns)), tuple(scope.helpers), params, seed)
+
+
+def running_update(draw, scope: Scope, params: tuple) -> tuple:
+    """`with torch.no_grad(): self.w1.mul_(t2)`, an update of a buffer by what the forward
+    computed, as BatchNorm updates its running statistics; the buffer persists from call to
+    call, so a compiled module must write it back every call. Half the modules with a buffer;
+    "no" shrinks to none."""
+    buffers = [f"self.{p.name}" for p in params if not p.requires_grad]
+    if not buffers or not draw(st.booleans(), label="buffer.update"):
+        return ()
+    update = draw(inplace_updates(scope, target=draw(st.sampled_from(buffers), label="buffer.updated")))
+    return (GradRegion("no_grad", (update,)),) if update is not None else ()
 
 
 # The ops an update reaches the base through (ops.ALIASES), and flip, which copies: a base
