@@ -20,6 +20,7 @@ from hypothesis.errors import Unsatisfiable
 from conformance import known_issues as KI
 from conformance.check import Result, raise_for, run_example
 from conformance.generators import STATEMENT_KINDS, programs, schedules
+from conformance.ops import FAMILIES
 from conformance.oracles.mismatch import BugClass, ConformanceMismatch, Mismatch, class_key
 from conformance.program import REGION_KINDS
 from conformance.reduction import reduce
@@ -50,12 +51,12 @@ SCOPES = ("small", "full")
 
 @st.composite
 def examples(draw, regions=REGION_KINDS, statements=STATEMENT_KINDS, modules=True, max_calls=6, max_depth=3,
-             max_statements=4, device=None, small=True):
+             max_statements=4, device=None, small=True, families=tuple(FAMILIES)):
     # small=False draws every example full-size, with no scope draw (`fuzz --no-small-examples`).
     if small and draw(st.sampled_from(SCOPES), label="scope") == "small":
         max_depth, max_statements, max_calls = min(max_depth, 1), min(max_statements, 3), min(max_calls, 3)
     program = draw(programs(regions, statements, modules, max_depth=max_depth, max_statements=max_statements,
-                            device=device), label="program")
+                            device=device, families=families), label="program")
     schedule = draw(schedules(len(program.inputs), max_calls), label="schedule")
     return program, schedule
 

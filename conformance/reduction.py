@@ -114,7 +114,8 @@ def size(program: Program, schedule: Schedule) -> tuple:
     temps = sum(1 for name in _uses(program) if not _is_input_or_parameter(name, program))
     plain_inputs = sum(int(i.requires_grad) + int(i.dtype != "float32") + len(i.shape) + sum(i.shape)
                        + int(bool(i.special)) for i in program.inputs + program.parameters)
-    plain_calls = sum(int(c.ambient != "grad") + int(bool(c.requires_grad)) + int(c.autocast) for c in schedule)
+    plain_calls = sum(int(c.ambient != "grad") + int(bool(c.requires_grad)) + int(c.autocast) + int(c.step)
+                      for c in schedule)
     return (count_statements(program), len(program.helpers),
             sum(int(h.is_function) + int(h.non_differentiable) for h in program.helpers), len(schedule), len(program.inputs),
             len(program.parameters), len(program.returns), temps, plain_inputs, plain_calls,
@@ -169,7 +170,8 @@ def candidates(program: Program, schedule: Schedule) -> Iterator[Example]:
                 parameters = program.parameters[:i] + (plainer,) + program.parameters[i + 1:]
                 yield replace(program, parameters=parameters), schedule
     for i, c in enumerate(schedule):
-        for plainer in (replace(c, ambient="grad"), replace(c, requires_grad=()), replace(c, autocast=False)):
+        for plainer in (replace(c, ambient="grad"), replace(c, requires_grad=()), replace(c, autocast=False),
+                        replace(c, step=False)):
             if plainer != c:
                 yield program, schedule[:i] + (plainer,) + schedule[i + 1:]
     if program.seed != 0:

@@ -198,6 +198,8 @@ def run_call(
                     )
             except Exception as exc:
                 outcome.error = error_info(exc, "backward")
+        if spec.step:
+            sgd_step(params)
         for i, x in enumerate(raw):
             if isinstance(x, torch.Tensor) and _read(x, "is_leaf") is True and x.requires_grad \
                     and not any(x is t for t in tensors):
@@ -208,6 +210,18 @@ def run_call(
     for p in params:  # gradients of parameters would otherwise accumulate across calls
         p.grad = None
     return outcome, raw
+
+
+LEARNING_RATE = 0.1
+
+
+def sgd_step(params: list[torch.Tensor]) -> None:
+    """`with torch.no_grad(): p -= lr * p.grad` for each parameter with a gradient, as a user's
+    training loop (or torch.optim.SGD) steps between calls."""
+    with torch.no_grad():
+        for p in params:
+            if p.requires_grad and p.grad is not None:
+                p -= LEARNING_RATE * p.grad
 
 
 def run(program: Program, backend, schedule: Schedule, source: str | None = None,

@@ -5,11 +5,14 @@ compiler. `find` returns the shrunk example, so the test also shows what the har
 would report for the fault.
 """
 
+from dataclasses import replace
+
 import pytest
 from hypothesis import HealthCheck, Phase, find, settings
 
 from conformance.backends import get
 from conformance.check import failure_message, run_example
+from conformance.generators.schedules import CallSpec
 from conformance.program import constructs, render
 from conformance.suite import examples
 
@@ -28,14 +31,21 @@ CASES = {
     "stale_autocast_cache": "outputs",
     "drops_create_graph": "flags",
     "drops_buffer_updates": "outputs",
+    "stale_parameter_values": "outputs",
 }
-# A fault in one construct is looked for in programs that draw it.
-DRAWS = {"inlines_functions": examples(statements=("op", "helper")), "ignores_autocast": examples(regions=("autocast",)),
-         "drops_create_graph": examples(statements=("op", "grad")),
-         "drops_buffer_updates": examples(modules="always"),
-         # the caller's autocast shows in a product outside the function's own autocast regions
-         "ignores_ambient_autocast": examples(regions=(), statements=("op",)),
-         "stale_autocast_cache": examples(regions=(), statements=("op",))}
+# A fault in one construct is looked for in programs that draw it, where one in twenty or more
+# shows it (so that 200 examples catch it whatever draws the generator adds: derandomized
+# samples move with every new draw).
+# The caller's autocast shows in a product (of the binary family), called under it; a cache
+# that drops it, in a call under it after one without.
+PRODUCTS = examples(regions=(), statements=("op",), families=("binary",))
+DRAWS = {"inlines_functions": examples(statements=("helper",)),
+         "ignores_autocast": examples(regions=("autocast",), statements=("op", "region"), families=("binary",)),
+         "drops_create_graph": examples(statements=("grad",), modules="always"),
+         "drops_buffer_updates": examples(modules="always", statements=("op",)),
+         "stale_parameter_values": examples(modules="always"),
+         "ignores_ambient_autocast": PRODUCTS.map(lambda ex: (ex[0], tuple(replace(c, autocast=True) for c in ex[1]))),
+         "stale_autocast_cache": PRODUCTS.map(lambda ex: (ex[0], (CallSpec(), CallSpec(autocast=True, values_seed=1))))}
 BUDGET = settings(max_examples=200, database=None, derandomize=True, deadline=None,
                   phases=[Phase.generate, Phase.shrink],
                   suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
@@ -65,11 +75,26 @@ def test_spec_of_unknown_factory_is_a_clear_error():
 
 
 def test_a_backend_that_ignores_autocast_decorators_is_caught():
-    # Programs with helpers and no region: only a `@torch.autocast(...)` function can show it.
+    # Programs of helpers and no region: only a `@torch.autocast(...)` function can show it (one
+    # program in 40: a quarter of the helpers, whose result must come of the product).
     backend = get("conformance.backends.faulty:ignores_autocast")
 
     def caught(example):
         return any(m.oracle == "outputs" for m in run_example(example[0], backend, example[1]).mismatches)
 
-    program, schedule = find(examples(regions=(), statements=("op", "helper")), caught, settings=BUDGET)
+    strategy = examples(regions=(), statements=("helper",), families=("binary",))
+    program, schedule = find(strategy, caught, settings=settings(BUDGET, max_examples=400))
     assert "@autocast" in constructs(program), render(program)
+
+
+def test_a_backend_that_reuses_parameter_values_is_caught_after_the_callers_step():
+    # Without an optimizer step between calls the parameters never change and the fault is
+    # invisible: the shrunk schedule keeps a step before the call that differs.
+    backend = get("conformance.backends.faulty:stale_parameter_values")
+
+    def caught(example):
+        return any(m.oracle == "outputs" for m in run_example(example[0], backend, example[1]).mismatches)
+
+    program, schedule = find(examples(modules="always"), caught, settings=BUDGET)
+    first = min(m.call for m in run_example(program, backend, schedule).mismatches if m.oracle == "outputs")
+    assert any(spec.step for spec in schedule[:first]), (render(program), schedule)

@@ -49,7 +49,9 @@ def test_the_generator_draws_every_inplace_method_and_every_new_op():
 
     @settings(max_examples=500, derandomize=True, database=None, deadline=None,
               suppress_health_check=list(HealthCheck))
-    @given(examples(statements=("op", "inplace", "region")))
+    # The families of the ops asked for only: drawn among all 56 ops, one of them is met about
+    # once in 500 programs, at the edge of a derandomized sample that moves with every new draw.
+    @given(examples(statements=("op", "inplace", "region"), families=("index and fill", "copy")))
     def draw(example):
         seen.update(ops_called(example[0]))
 

@@ -47,6 +47,8 @@ def run_repro(tmp_path, record, spec=None):
 
 RUNNING = Program((A,), (GradRegion("no_grad", (InPlace("self.w0", "add_", "a"),)),), ("a",),
                   parameters=(TensorInput("w0", (2,)),))  # w0 does not require grad: a buffer
+LINEAR = Program((A,), (Assign("t0", Call("mul", ("a", "self.w0"))),), ("t0",),
+                 parameters=(TensorInput("w0", (2,), requires_grad=True),))
 PRODUCT = Program((A,), (Assign("t0", Call("dot_self", ("a",))),), ("t0",))
 # Eager raises: an in-place update of a leaf that requires grad, with grad enabled.
 RAISES = Program((A,), (InPlace("a", "add_", "a"),), ("a",))
@@ -69,6 +71,8 @@ NAN = Program((TensorInput("a", (2,), requires_grad=True, special="nan"),), (Ass
     ("stale_autocast_cache", PRODUCT, (CallSpec(), CallSpec(autocast=True, values_seed=1))),
     # a module's buffer, updated under no_grad: the repro reads it after each call
     ("drops_buffer_updates", RUNNING, (CallSpec(),)),
+    # the caller's optimizer step between calls: the repro takes it too
+    ("stale_parameter_values", LINEAR, (CallSpec(step=True), CallSpec(values_seed=1))),
     # the backend breaks the run outside a call: it reproduces (exit 1), not a script that cannot run
     ("tests.fake_backends:fails_to_compile", PROGRAM, (CallSpec(),)),
 ])

@@ -270,6 +270,24 @@ class DropsBufferUpdates(_Wrapping):
                     b.copy_(old)
 
 
+class StaleParameterValues(_Wrapping):
+    """Computes with the parameter values of its first call, as a compiler that baked them in
+    would: gradients still reach the parameters, but after the caller's optimizer step a later
+    call's outputs are those of the old weights (outputs)."""
+
+    fault = "parameter values of the first call reused"
+
+    def call(self, fn, args, compiled):
+        if not isinstance(fn, torch.nn.Module):
+            return fn(*args)
+        params = dict(fn.named_parameters())
+        with torch.no_grad():
+            first = compiled.__dict__.setdefault("first_values", {n: p.clone() for n, p in params.items()})
+        # p + (old - p).detach(): the old value, with the gradient of p itself
+        stale = {n: p + (first[n] - p).detach() for n, p in params.items()}
+        return torch.func.functional_call(fn, stale, args)
+
+
 FAULTS = {
     "always_grad": AlwaysGrad,
     "stale_grad_mode_cache": StaleGradModeCache,
@@ -285,6 +303,7 @@ FAULTS = {
     "stale_autocast_cache": StaleAutocastCache,
     "drops_create_graph": DropsCreateGraph,
     "drops_buffer_updates": DropsBufferUpdates,
+    "stale_parameter_values": StaleParameterValues,
 }
 
 # Factories for SPECs: conformance.backends.faulty:<name>

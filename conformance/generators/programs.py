@@ -42,16 +42,18 @@ def programs(
     max_depth: int = 3,
     max_statements: int = 4,
     device: str | None = None,
+    families: tuple[str, ...] = tuple(FAMILIES),
 ) -> Program:
     """Well-typed programs using the given region kinds and statement kinds.
 
     modules: False (plain functions), True (sometimes an nn.Module) or "always".
     device: the device of creations and parameters; inputs draw theirs (mixed when CUDA exists).
+    families: the op families (ops.FAMILIES) a program may draw from, before swarm testing.
     """
     device = device or draw(devices(), label="device")
     statements = draw(swarm(statements, "statements", always=("op",)))
     regions = draw(swarm(regions, "regions"))
-    families = draw(swarm(tuple(FAMILIES), "ops"))
+    families = draw(swarm(families, "ops"))
     ops = tuple(op for op in OPS if any(op in FAMILIES[f] for f in families))
     n_inputs = draw(st.integers(1, 3), label="inputs")
     inputs = ()

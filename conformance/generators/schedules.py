@@ -20,10 +20,18 @@ class CallSpec:
     # Called inside `torch.autocast` on the program's device (its default dtype), as a training
     # step calls a model under mixed precision: the compiled function's products compute in it.
     autocast: bool = False
+    # After the call's backward, the caller takes an SGD step on the module's parameters
+    # (`with torch.no_grad(): p -= 0.1 * p.grad`), as a training loop does: the next call must
+    # see the new values.
+    step: bool = False
+
+    def caller(self) -> str:
+        """The state the call is made in: `no_grad`, `no_grad under autocast`."""
+        return self.ambient + (" under autocast" if self.autocast else "")
 
     def describe(self) -> str:
-        """How the call is made, for reports: `no_grad`, `no_grad under autocast`."""
-        return self.ambient + (" under autocast" if self.autocast else "")
+        """How the call is made, for reports: `no_grad under autocast, then a step`."""
+        return self.caller() + (", then a step" if self.step else "")
 
 
 Schedule = tuple[CallSpec, ...]
@@ -46,7 +54,8 @@ def call_specs(draw, n_inputs: int) -> CallSpec:
     # One call in four under autocast: most programs hold no product it changes, and shrinking
     # goes to 0 (no autocast).
     autocast = draw(st.integers(0, 3), label="call.autocast") == 3
-    return CallSpec(ambient, flags if any(f is not None for f in flags) else (), autocast=autocast)
+    step = draw(st.booleans(), label="call.step")
+    return CallSpec(ambient, flags if any(f is not None for f in flags) else (), autocast=autocast, step=step)
 
 
 def schedules(n_inputs: int, max_calls: int = 6) -> st.SearchStrategy[Schedule]:

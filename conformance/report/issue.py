@@ -88,6 +88,8 @@ def short_script(record: dict, backend_import: str, backend_compile: str) -> str
     schedule = serialize.decode(record["schedule"])
     mismatches = [m for m in record.get("mismatches") or [] if m["oracle"] in _READABLE]
     last = max((m["call"] for m in mismatches if m.get("call") is not None), default=0)
+    if program.is_module and any(spec.step for spec in schedule[:last]):
+        return None  # the calls before it need their backward and step: repro.py runs them
     single = len(program.returns) == 1
     now, after_backward = {}, {}  # printed name -> expression, read right after the call / after backward
     for m in mismatches:

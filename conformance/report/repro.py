@@ -104,7 +104,7 @@ def render_repro(record: dict) -> str:
     live = (slicing.dead_code_reference(program, tuple(c.ambient for c in schedule))
             if Declaration.DEAD_CODE_REMOVED.name in declared else program)
     eager, cotangents = eager_cotangents(live, schedule)
-    calls = [(spec.describe(), [_literal(t) for t in runner.make_inputs(program, spec)],
+    calls = [(spec.caller(), [_literal(t) for t in runner.make_inputs(program, spec)],
               [None if c is None else _literal(c) for c in cots])
              for spec, cots in zip(schedule, cotangents)]
     params = [_literal(t) for t in runner.make_parameters(program)] if program.is_module else []
@@ -126,7 +126,8 @@ def render_repro(record: dict) -> str:
         # A run that killed or hung its worker: the backend's calls run in a child process first.
         isolate=record["oracle"] in ("crash", "hang"),
         names=repr(names), expected_compilations=expected,
-        autocast=device(program) if any(spec.autocast for spec in schedule) else "", count_compilations=count,
+        autocast=device(program) if any(spec.autocast for spec in schedule) else "",
+        steps=[spec.step for spec in schedule] if program.is_module and any(spec.step for spec in schedule) else None, count_compilations=count,
         # White-box: only where the mismatch is in thunder's traces, so other repros stay plain.
         thunder_traces=record["oracle"] == "traces" and imp == "import thunder",
         # pprint writes a non-finite float as the bare name `nan` or `inf`
