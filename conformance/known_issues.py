@@ -16,7 +16,7 @@ from dataclasses import dataclass, fields, replace
 from pathlib import Path
 
 from conformance import serialize
-from conformance.generators.schedules import AMBIENT_AUTOCAST, CallSpec, Schedule
+from conformance.generators.schedules import AMBIENT_AUTOCAST, OPTIMIZER_STEP, CallSpec, Schedule
 from conformance.ops import INPLACE, INPLACE_UNARY, OPS
 from conformance.oracles.mismatch import ORACLES, Mismatch, class_key
 from conformance.program import GradRegion, Program, constructs, device, ops_called
@@ -96,7 +96,7 @@ class Shows:
         if program is None and (asks_program or sig.constructs is None):
             return False  # nothing to check them on
         have = set(constructs(program) if program is not None else sig.constructs) - {UNMATCHED_CONSTRUCT}
-        have |= set(sig.constructs or ()) & {AMBIENT_AUTOCAST}  # the caller's, not the program's
+        have |= set(sig.constructs or ()) & {AMBIENT_AUTOCAST, OPTIMIZER_STEP}  # the caller's, not the program's
         if not set(self.constructs) <= have or (self.any_of and not have & set(self.any_of)):
             return False
         if self.others is not None and not have <= set(self.constructs) | set(self.any_of) | set(self.others):

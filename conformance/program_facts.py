@@ -209,13 +209,19 @@ def sets_grad_mode_in_a_forward(program: Program, ambient: str | None = None) ->
 def updates_a_zero_dim_double_input(program: Program, ambient: str | None = None) -> bool:
     """Whether the function updates in place a 0-d float64 input or parameter (torch.compile
     drops such an update), itself or through a value that is it: a view or `detach` of it, or
-    what a decorated helper returns when it returns the parameter it was given it as."""
+    what a decorated helper returns when it returns the parameter it was given it as; or a
+    decorated helper given it updates its parameter."""
     names = {t.name for t in program.inputs if t.shape == () and t.dtype == "float64"}
     names |= {f"self.{t.name}" for t in program.parameters if t.shape == () and t.dtype == "float64"}
     helpers = {h.name: h for h in program.helpers if not h.is_function}
     for s in statements_in(program.body):
         if isinstance(s, InPlace) and s.target in names:
             return True
+        if isinstance(s, Assign) and isinstance(s.value, HelperCall) and s.value.helper in helpers:
+            helper = helpers[s.value.helper]  # a decorated helper that updates its parameter updates the input
+            given = {p for p, a in zip(helper.params, s.value.args) if a in names}
+            if any(isinstance(t, InPlace) and t.target in given for t in statements_in(helper.body)):
+                return True
         if isinstance(s, Assign) and _same_tensor_as(s.value, helpers) in names:
             names.add(s.target)
     return False

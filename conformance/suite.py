@@ -38,7 +38,7 @@ def check_area(backend, name: str, strategy, issues=None, on_finding=None,
     small_enough: set[str] = set()  # classes whose shrunk program is already a readable repro
 
     def check(program, schedule):
-        for c in sorted(constructs(program) | caller_constructs(schedule)):
+        for c in sorted(constructs(program) | caller_constructs(schedule, program.is_module)):
             event(c)
         result = run(program, backend, schedule)
         note(failure_message(result) if result.mismatches else "")

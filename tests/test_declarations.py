@@ -149,3 +149,18 @@ def test_a_value_read_only_in_the_branch_not_taken_is_dead():
     with patch.object(slicing, "taken", lambda p, ambients: p):
         found = run_example(program, get("torch.compile"), (CallSpec(),)).mismatches
     assert [m.aspect for m in found] == ["eager raised during call"]
+
+
+def test_dead_code_the_backend_runs_may_raise_as_it_does_in_eager():
+    # torch.compile drops the dead `abs` of a bool (eager raises there: the live program is the
+    # reference) but runs the dead `torch.autograd.grad` (a graph break), which raises as eager's
+    # whole program does where `a` does not require grad: that call is eager's, not a mismatch.
+    from conformance.program import Grad
+
+    program = Program((A, replace(BOOL, name="b")),
+                      (Assign("t0", Grad(("a", "a"))), Assign("t1", Call("abs", ("b",))),
+                       Assign("t2", Call("mul_scalar", ("a",)))), ("t2",))
+    schedule = (CallSpec(), CallSpec(requires_grad=(False, None), values_seed=1))
+    result = run_example(program, get("torch.compile"), schedule)
+    assert result.mismatches == [], [m.line() for m in result.mismatches]
+    assert result.eager.calls[1].error is None and result.backend.calls[1].error is not None  # the rule at work

@@ -501,3 +501,20 @@ def test_a_call_under_the_callers_autocast_is_classified_as_the_function_runs_th
     only_no_grad = replace(ISSUES[0], id="only-no-grad", shows=(Shows(("flags",), constructs=("no_grad",), others=()),))
     assert known_issues.classify(signature(m, program, (CallSpec(),)), "thunder", [only_no_grad], program).id == "only-no-grad"
     assert known_issues.classify(found, "thunder", [only_no_grad], program) is None
+
+
+def test_a_signature_names_an_optimizer_step_taken_before_the_call_that_differed():
+    # A module whose parameters the caller stepped: a bug that needs the step is another bug.
+    from conformance.generators.schedules import OPTIMIZER_STEP, CallSpec
+    from conformance.oracles.mismatch import Mismatch
+    from conformance.program import Assign, Call, Program, TensorInput
+    from conformance.report.signatures import signature
+
+    module = Program((TensorInput("a", (2,)),), (Assign("t0", Call("mul", ("a", "self.w0"))),), ("t0",),
+                     parameters=(TensorInput("w0", (2,), requires_grad=True),))
+    m = Mismatch("outputs", "value", "return[0]", "1", "2", 1, "grad")
+    stepped = (CallSpec(step=True), CallSpec(values_seed=1))
+    assert OPTIMIZER_STEP in signature(m, module, stepped).constructs
+    assert OPTIMIZER_STEP not in signature(m, module, (CallSpec(), CallSpec(step=True, values_seed=1))).constructs
+    plain = Program(module.inputs, (Assign("t0", Call("mul", ("a", "a"))),), ("t0",))  # no parameter: no step
+    assert OPTIMIZER_STEP not in signature(m, plain, stepped).constructs

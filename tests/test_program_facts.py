@@ -185,3 +185,14 @@ def test_a_zero_dim_double_updated_after_a_graph_break():
     assert not fact(Program(inputs, (made, update, RequiresGrad("c")), ("t0",)))  # updated before the break
     floats = (TensorInput("a", (), "float32"), inputs[1])
     assert not fact(Program(floats, (made, RequiresGrad("c"), update), ("t0",)))  # float32 is kept
+
+
+def test_a_helper_that_updates_its_parameter_updates_the_zero_dim_double_input_it_was_given():
+    from conformance.program import Helper, HelperCall
+
+    double = (TensorInput("a", (), "float64"), TensorInput("b", ()))
+    helper = Helper("helper0", "autocast", ("p0",), (op("r0", arg="p0"), InPlace("p0", "copy_", "r0")), "r0")
+    updates = Program(double, (Assign("t0", HelperCall("helper0", ("a",))),), ("t0",), (helper,))
+    assert facts.updates_a_zero_dim_double_input(updates)
+    other = Program(double, (Assign("t0", HelperCall("helper0", ("b",))),), ("t0",), (helper,))
+    assert not facts.updates_a_zero_dim_double_input(other)  # b is float32

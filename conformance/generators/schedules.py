@@ -40,11 +40,16 @@ Schedule = tuple[CallSpec, ...]
 # construct counts, known issues' tables): a bug of the function's own autocast regions and one
 # of the caller's are two bugs.
 AMBIENT_AUTOCAST = "autocast(ambient)"
+# ... and where the caller takes an optimizer step on a module's parameters between calls.
+OPTIMIZER_STEP = "optimizer step"
 
 
-def caller_constructs(schedule: Schedule) -> frozenset[str]:
-    """The constructs the calls add to the program's."""
-    return frozenset({AMBIENT_AUTOCAST}) if any(spec.autocast for spec in schedule) else frozenset()
+def caller_constructs(schedule: Schedule, module: bool = False) -> frozenset[str]:
+    """The constructs the calls add to the program's (a step only where there are parameters)."""
+    found = {AMBIENT_AUTOCAST} if any(spec.autocast for spec in schedule) else set()
+    if module and any(spec.step for spec in schedule):
+        found.add(OPTIMIZER_STEP)
+    return frozenset(found)
 
 
 @st.composite

@@ -220,7 +220,7 @@ class Worker(AsTheyAre):
         finally:
             signal.setitimer(signal.ITIMER_REAL, 0)
         if self.run.misses > before:
-            self.constructs.update(constructs(program) | caller_constructs(schedule) or {"plain ops"})
+            self.constructs.update(constructs(program) | caller_constructs(schedule, program.is_module) or {"plain ops"})
             self.exit_if_torch_broken()
         return result
 

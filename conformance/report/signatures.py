@@ -8,7 +8,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 
-from conformance.generators.schedules import Schedule, caller_constructs
+from conformance.generators.schedules import AMBIENT_AUTOCAST, OPTIMIZER_STEP, Schedule, caller_constructs
 from conformance.oracles.mismatch import BugClass, Mismatch, class_key
 from conformance.program import Program, constructs
 
@@ -42,8 +42,12 @@ def signature(m: Mismatch, program: Program, schedule: Schedule) -> Signature:
     bug = class_key(m)
     if bug.oracle in _SYMPTOM_IS_ENOUGH:
         return Signature(bug, None)
-    called = schedule[m.call:m.call + 1] if m.call is not None and m.call < len(schedule) else schedule
-    return Signature(bug, tuple(sorted(constructs(program) - {"return_is_grad_enabled"} | caller_constructs(called))))
+    # The caller's autocast of the call that differed, and a step taken before it.
+    at = m.call if m.call is not None and m.call < len(schedule) else None
+    called, before = (schedule, schedule) if at is None else (schedule[at:at + 1], schedule[:at])
+    caller = ((caller_constructs(called) & {AMBIENT_AUTOCAST})
+              | (caller_constructs(before, program.is_module) & {OPTIMIZER_STEP}))
+    return Signature(bug, tuple(sorted(constructs(program) - {"return_is_grad_enabled"} | caller)))
 
 
 def slug(record: dict) -> str:
