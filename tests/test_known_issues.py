@@ -494,6 +494,9 @@ def test_a_call_under_the_callers_autocast_is_classified_as_the_function_runs_th
     found = signature(m, program, (CallSpec(autocast=True),))
     assert AMBIENT_AUTOCAST in found.constructs
     assert AMBIENT_AUTOCAST not in signature(m, program, (CallSpec(),)).constructs
+    later = replace(m, call=1)  # a cache may reuse what an earlier call under autocast compiled
+    assert AMBIENT_AUTOCAST in signature(later, program, (CallSpec(autocast=True), CallSpec())).constructs
+    assert AMBIENT_AUTOCAST not in signature(m, program, (CallSpec(), CallSpec(autocast=True))).constructs
     cache_bug = "eager-autocast-cache-keeps-a-cast-made-under-no-grad"
     assert known_issues.classify(found, "thunder", ISSUES, program, Context("grad", autocast=True)).id == cache_bug
     assert known_issues.classify(found, "thunder", ISSUES, program, Context("grad")) is None

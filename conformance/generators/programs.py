@@ -61,13 +61,7 @@ def programs(
         inputs += (draw(tensor_inputs(name, earlier=inputs), label=f"input.{name}"),)
     params = ()
     if modules == "always" or (modules and draw(st.booleans(), label="module")):
-        for i in range(draw(st.integers(1, 2), label="parameters")):
-            params += (draw(parameters(f"w{i}", device, earlier=inputs + params)),)
-        # A buffer (BatchNorm's running statistics): a tensor of the module that does not
-        # require grad, updated in place under no_grad (running_update). "No" shrinks to none.
-        if draw(st.booleans(), label="buffer"):
-            buffer = draw(parameters(f"w{len(params)}", device, earlier=inputs + params))
-            params += (replace(buffer, requires_grad=False),)
+        params = module_tensors(draw, device, inputs)
     env = {i.name: Meta.of(i) for i in inputs}
     env.update({f"self.{p.name}": Meta.of(p) for p in params})
     differentiable = frozenset(f"self.{p.name}" if p in params else p.name for p in inputs + params if p.requires_grad)
@@ -117,6 +111,19 @@ def programs(
         returns += (GRAD_ENABLED,)
     seed = draw(st.integers(0, 2**16), label="seed")
     return Program(inputs, body, tuple(dict.fromkeys(returns)), tuple(scope.helpers), params, seed)
+
+
+def module_tensors(draw, device: str, inputs: tuple) -> tuple:
+    """One or two parameters, and half the time a buffer (BatchNorm's running statistics): a
+    tensor of the module that does not require grad, updated in place under no_grad
+    (running_update). "No" shrinks to none."""
+    params = ()
+    for i in range(draw(st.integers(1, 2), label="parameters")):
+        params += (draw(parameters(f"w{i}", device, earlier=inputs + params)),)
+    if draw(st.booleans(), label="buffer"):
+        buffer = draw(parameters(f"w{len(params)}", device, earlier=inputs + params))
+        params += (replace(buffer, requires_grad=False),)
+    return params
 
 
 def running_update(draw, scope: Scope, params: tuple) -> tuple:

@@ -42,10 +42,11 @@ def signature(m: Mismatch, program: Program, schedule: Schedule) -> Signature:
     bug = class_key(m)
     if bug.oracle in _SYMPTOM_IS_ENOUGH:
         return Signature(bug, None)
-    # The caller's autocast of the call that differed, and a step taken before it.
+    # The caller's autocast in the call that differed or one before it (whose compilation a
+    # cache may reuse), and a step taken before it.
     at = m.call if m.call is not None and m.call < len(schedule) else None
-    called, before = (schedule, schedule) if at is None else (schedule[at:at + 1], schedule[:at])
-    caller = ((caller_constructs(called) & {AMBIENT_AUTOCAST})
+    upto, before = (schedule, schedule) if at is None else (schedule[:at + 1], schedule[:at])
+    caller = ((caller_constructs(upto) & {AMBIENT_AUTOCAST})
               | (caller_constructs(before, program.is_module) & {OPTIMIZER_STEP}))
     return Signature(bug, tuple(sorted(constructs(program) - {"return_is_grad_enabled"} | caller)))
 
