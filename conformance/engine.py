@@ -57,7 +57,7 @@ def examples(draw, regions=REGION_KINDS, statements=STATEMENT_KINDS, modules=Tru
         max_depth, max_statements, max_calls = min(max_depth, 1), min(max_statements, 3), min(max_calls, 3)
     program = draw(programs(regions, statements, modules, max_depth=max_depth, max_statements=max_statements,
                             device=device, families=families), label="program")
-    schedule = draw(schedules(len(program.inputs), max_calls), label="schedule")
+    schedule = draw(schedules(len(program.inputs), max_calls, program.is_module), label="schedule")
     return program, schedule
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from conformance import serialize
 from conformance.generators.schedules import AMBIENT_AUTOCAST, OPTIMIZER_STEP, CallSpec, Schedule
-from conformance.ops import INPLACE, INPLACE_UNARY, OPS
+from conformance.ops import CREATION, INPLACE, INPLACE_UNARY, OPS
 from conformance.oracles.mismatch import ORACLES, Mismatch, class_key
 from conformance.program import GradRegion, Program, constructs, device, ops_called
 from conformance.program_facts import FACTS
@@ -206,7 +206,7 @@ def _shows(entry: dict, defaults: dict) -> Shows:
     shows = Shows(**values)
     if bad := [o for o in shows.oracle if o not in ORACLES + RUN_FAILURES]:
         raise KeyError(f"oracle {bad} is not one of {list(ORACLES + RUN_FAILURES)}")
-    if bad := [op for op in shows.ops if op not in OPS and op not in INPLACE and op not in INPLACE_UNARY]:
+    if bad := [op for op in shows.ops if op not in OPS and op not in INPLACE and op not in INPLACE_UNARY and op not in CREATION]:
         raise KeyError(f"ops {bad} are not in conformance/ops.py")
     if bad := [n for n in shows.needs if n not in FACTS]:
         raise KeyError(f"facts {bad} are not known (known: {sorted(FACTS)})")

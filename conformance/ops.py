@@ -109,7 +109,9 @@ ALIASES = frozenset({"reshape", "transpose", "slice", "unsqueeze", "detach", "to
 # The ops whose result is a view in autograd's sense (a view made while grad is off of a
 # tensor that requires grad still requires grad): not flip (a copy) nor detach.
 VIEWS = frozenset({"reshape", "transpose", "slice", "unsqueeze", "chunk", "split", "unbind"})
-CREATION = ("ones", "zeros", "full", "arange")
+# "empty_fill": `torch.empty(size).fill_(2.0)`, an in-place fill of a fresh tensor (and
+# `.requires_grad_()` after it where the value requires grad: on the empty leaf, the fill raises).
+CREATION = ("ones", "zeros", "full", "arange", "empty_fill")
 # The ops autocast computes in a lower precision (torch.amp docs, "CPU Ops that can autocast to
 # bfloat16"; on CUDA, to float16); it caches the cast of a leaf that requires grad.
 AUTOCAST_OPS = ("dot_self", "matmul")

@@ -61,7 +61,8 @@ class Call:
 
 @dataclass(frozen=True)
 class Create:
-    """A creation op (`torch.ones((2, 3))`, `torch.arange(3.0)`), maybe requiring grad."""
+    """A creation op (`torch.ones((2, 3))`, `torch.arange(3.0)`, `torch.empty((2,)).fill_(2.0)`),
+    maybe requiring grad."""
 
     op: str
     shape: tuple[int, ...]
@@ -79,6 +80,10 @@ class Create:
             n = self.shape[0] if self.shape else 1
             return f"torch.arange({float(n)}{tail})"
         size = repr(self.shape)
+        if self.op == "empty_fill":
+            where = f"device={self.device!r}" if self.device != "cpu" else ""
+            return f"torch.empty({size}{', ' + where if where else ''}).fill_(2.0)" \
+                + (".requires_grad_()" if self.requires_grad else "")
         if self.op == "full":
             return f"torch.full({size}, 2.0{tail})"
         return f"torch.{self.op}({size}{tail})"
@@ -102,7 +107,14 @@ READS = {
     "grad_fn_is_none": "{0}.grad_fn is None",
     "is_inference": "{0}.is_inference()",
     "inference_mode_enabled": "torch.is_inference_mode_enabled()",
+    # A module's forward only: `model.eval()` turns the first off; the second, of a parameter,
+    # is False once a backward left a gradient the caller kept (CallSpec.zero_grad).
+    "training": "self.training",
+    "grad_is_none": "{0}.grad is None",
 }
+MODULE_READS = ("training", "grad_is_none")
+# The reads of no tensor.
+READS_OF_NOTHING = ("inference_mode_enabled", "training")
 
 
 @dataclass(frozen=True)
@@ -110,7 +122,7 @@ class Read:
     """`t = a.requires_grad` and the other READS: a bool, not a tensor."""
 
     attr: str
-    of: str = ""  # the tensor read; "" for torch.is_inference_mode_enabled()
+    of: str = ""  # the tensor read; "" for READS_OF_NOTHING
 
     @property
     def args(self) -> tuple[str, ...]:
@@ -430,10 +442,10 @@ def count_statements(program: Program) -> int:
 
 
 def ops_called(program: Program) -> frozenset[str]:
-    """The ops and in-place methods the function and its helpers call."""
+    """The ops, creation ops and in-place methods the function and its helpers call."""
     body = program.body + tuple(t for h in program.helpers for t in h.body)
     return frozenset(s.value.op if isinstance(s, Assign) else s.method for s in statements_in(body)
-                     if (isinstance(s, Assign) and isinstance(s.value, Call)) or isinstance(s, InPlace))
+                     if (isinstance(s, Assign) and isinstance(s.value, (Call, Create))) or isinstance(s, InPlace))
 
 
 def constructs(program: Program) -> frozenset[str]:

@@ -115,7 +115,7 @@ def size(program: Program, schedule: Schedule) -> tuple:
     plain_inputs = sum(int(i.requires_grad) + int(i.dtype != "float32") + len(i.shape) + sum(i.shape)
                        + int(bool(i.special)) for i in program.inputs + program.parameters)
     plain_calls = sum(int(c.ambient != "grad") + int(bool(c.requires_grad)) + int(c.autocast) + int(c.step)
-                      for c in schedule)
+                      + int(not c.training) + int(not c.zero_grad) for c in schedule)
     return (count_statements(program), len(program.helpers),
             sum(int(h.is_function) + int(h.non_differentiable) for h in program.helpers), len(schedule), len(program.inputs),
             len(program.parameters), len(program.returns), temps, plain_inputs, plain_calls,
@@ -171,7 +171,8 @@ def candidates(program: Program, schedule: Schedule) -> Iterator[Example]:
                 yield replace(program, parameters=parameters), schedule
     for i, c in enumerate(schedule):
         for plainer in (replace(c, ambient="grad"), replace(c, requires_grad=()), replace(c, autocast=False),
-                        replace(c, step=False)):
+                        replace(c, step=False), replace(c, training=True),
+                        replace(c, zero_grad=True)):
             if plainer != c:
                 yield program, schedule[:i] + (plainer,) + schedule[i + 1:]
     if program.seed != 0:
@@ -286,6 +287,9 @@ def well_scoped(program: Program) -> bool:
     names = {i.name for i in program.inputs} | {f"self.{p.name}" for p in program.parameters}
     if not program.returns or not _block_scoped(program.body, names, helpers):
         return False
+    if not program.is_module and any(isinstance(s, Assign) and isinstance(s.value, Read) and s.value.attr == "training"
+                                     for s in statements_in(program.body)):
+        return False  # `self.training` of a function without its module
     return all(r == GRAD_ENABLED or r in names for r in program.returns)
 
 

@@ -168,6 +168,7 @@ def run_call(
         grad_mode.AMBIENT_GRAD_ENABLED[spec.ambient],
         tuple((tuple(t.shape), t.dtype, t.device.type, t.requires_grad) for t in inputs),
         spec.autocast,
+        spec.training,
     )
     calls: list[bool] = []
     raw: tuple[Any, ...] = ()
@@ -198,8 +199,6 @@ def run_call(
                     )
             except Exception as exc:
                 outcome.error = error_info(exc, "backward")
-        if spec.step:
-            sgd_step(params)
         for i, x in enumerate(raw):
             if isinstance(x, torch.Tensor) and _read(x, "is_leaf") is True and x.requires_grad \
                     and not any(x is t for t in tensors):
@@ -207,8 +206,13 @@ def run_call(
                 tensors.append(x)
     outcome.after = {n: observe(t) for n, t in zip(names, tensors)}
     outcome.grads = {n: _observe_grad(t) for n, t in zip(names, tensors)}
-    for p in params:  # gradients of parameters would otherwise accumulate across calls
-        p.grad = None
+    # The caller's step comes after what the call left is observed: a gradient that differs
+    # is the gradients oracle's, and the next call's outputs show the step.
+    if spec.step and outcome.error is None:
+        sgd_step(params)
+    if spec.zero_grad:  # `optimizer.zero_grad()`; else they accumulate into the next call
+        for p in params:
+            p.grad = None
     return outcome, raw
 
 
@@ -246,12 +250,13 @@ def _run(program: Program, backend, schedule: Schedule, source: str | None, time
                        declarations=frozenset(getattr(backend, "declarations", ())))
     label = "eager" if backend is None else "backend"
     params: list[torch.Tensor] = []
+    module = None
     try:
         with grad_mode.clean():
             entry = load(program, source)
             if program.is_module:
                 params = make_parameters(program)
-                entry = entry(*params)
+                entry = module = entry(*params)
                 params = [getattr(entry, p.name) for p in program.parameters]  # buffers too
             callee = entry if backend is None else backend.compile(entry)
     except Exception as exc:
@@ -263,6 +268,8 @@ def _run(program: Program, backend, schedule: Schedule, source: str | None, time
     record = backend is None and not any(
         isinstance(s, (GradRegion, SetGradMode)) for h in program.helpers if h.is_function for s in statements_in(h.body))
     for index, spec in enumerate(schedule):
+        if module is not None:  # `model.eval()` / `model.train()` on the module the backend compiled
+            module.train(spec.training)
         outcome, _ = run_call(program, callee, spec, index, params, record_set_grad=record, timer=timer, side=label)
         if backend is not None:
             outcome.traces = _introspect(side, "trace_facts", lambda: backend.trace_facts(callee))

@@ -45,3 +45,15 @@ def pytest_collection_modifyitems(config, items):
     ours, theirs = slow[0::2], slow[1::2]
     cut = max(0, len(items) // 2 - len(ours))
     items[:] = ours + rest[:cut] + theirs + rest[cut:]
+
+
+@pytest.fixture(autouse=True)
+def _leaves_torch_as_it_found_it():
+    """A test that leaves torch's global state changed (inference mode on, a broken dispatch
+    state: pytorch/pytorch#169477) fails itself, not the tests after it in its worker."""
+    from conformance import grad_mode
+
+    before = grad_mode.snapshot()
+    yield
+    assert grad_mode.broken() is None, f"the test left torch unable to run an op: {grad_mode.broken()}"
+    assert grad_mode.snapshot() == before, f"the test left torch's global state changed: {grad_mode.snapshot()}"

@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, Phase, find, settings
 from conformance.backends import get
 from conformance.check import failure_message, run_example
 from conformance.generators.schedules import CallSpec
-from conformance.program import constructs, render
+from conformance.program import Assign, Call, Program, TensorInput, constructs, render
 from conformance.suite import examples
 
 CASES = {
@@ -32,6 +32,8 @@ CASES = {
     "drops_create_graph": "flags",
     "drops_buffer_updates": "outputs",
     "stale_parameter_values": "outputs",
+    "stale_training_mode": "outputs",
+    "stale_gradient_reads": "outputs",
 }
 # A fault in one construct is looked for in programs that draw it, where one in twenty or more
 # shows it (so that 200 examples catch it whatever draws the generator adds: derandomized
@@ -44,6 +46,11 @@ DRAWS = {"inlines_functions": examples(statements=("helper",)),
          "drops_create_graph": examples(statements=("grad",), modules="always"),
          "drops_buffer_updates": examples(modules="always", statements=("op",)),
          "stale_parameter_values": examples(modules="always"),
+         # a forward that reads `self.training`, called in both modes
+         "stale_training_mode": examples(modules="always", statements=("read", "if")),
+         # a forward that reads `p.grad is None`, called again with the gradients kept
+         "stale_gradient_reads": examples(modules="always", statements=("read", "if")).map(
+             lambda ex: (ex[0], tuple(replace(c, zero_grad=False) for c in ex[1]) + (CallSpec(values_seed=9),))),
          "ignores_ambient_autocast": PRODUCTS.map(lambda ex: (ex[0], tuple(replace(c, autocast=True) for c in ex[1]))),
          "stale_autocast_cache": PRODUCTS.map(lambda ex: (ex[0], (CallSpec(), CallSpec(autocast=True, values_seed=1))))}
 BUDGET = settings(max_examples=200, database=None, derandomize=True, deadline=None,
@@ -88,13 +95,12 @@ def test_a_backend_that_ignores_autocast_decorators_is_caught():
 
 
 def test_a_backend_that_reuses_parameter_values_is_caught_after_the_callers_step():
-    # Without an optimizer step between calls the parameters never change and the fault is
-    # invisible: the shrunk schedule keeps a step before the call that differs.
+    # `return a * self.w0`: without an optimizer step between the calls the parameter never
+    # changes and the fault is invisible; with one, the second call's output differs. (The
+    # generic test above may catch the fault otherwise: an update of a parameter in place.)
     backend = get("conformance.backends.faulty:stale_parameter_values")
-
-    def caught(example):
-        return any(m.oracle == "outputs" for m in run_example(example[0], backend, example[1]).mismatches)
-
-    program, schedule = find(examples(modules="always"), caught, settings=BUDGET)
-    first = min(m.call for m in run_example(program, backend, schedule).mismatches if m.oracle == "outputs")
-    assert any(spec.step for spec in schedule[:first]), (render(program), schedule)
+    program = Program((TensorInput("a", (2,)),), (Assign("t0", Call("mul", ("a", "self.w0"))),), ("t0",),
+                      parameters=(TensorInput("w0", (2,), requires_grad=True),))
+    for step in (False, True):
+        found = run_example(program, backend, (CallSpec(step=step), CallSpec(values_seed=1))).mismatches
+        assert [(m.oracle, m.aspect, m.call) for m in found][:1] == ([("outputs", "value", 1)] if step else []), found

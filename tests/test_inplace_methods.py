@@ -9,8 +9,9 @@ from hypothesis import HealthCheck, given, settings
 from conformance.backends import get
 from conformance.check import run_example
 from conformance.generators.schedules import CallSpec
-from conformance.ops import FAMILIES, INPLACE_UNARY
-from conformance.program import Assign, Call, GradRegion, InPlace, Program, TensorInput, ops_called, render_body
+from conformance.ops import CREATION, FAMILIES, INPLACE_UNARY
+from conformance.program import (Assign, Call, Create, GradRegion, InPlace, Program, TensorInput, ops_called,
+                                 render_body)
 from conformance.serialize import decode, encode
 from conformance.suite import examples
 
@@ -58,3 +59,22 @@ def test_the_generator_draws_every_inplace_method_and_every_new_op():
     draw()
     wanted = set(INPLACE_UNARY) | set(FAMILIES["index and fill"]) | {"to_round_trip"}
     assert wanted <= set(seen), sorted(wanted - set(seen))
+
+
+def test_a_fresh_tensor_filled_in_place_is_drawn_and_a_lost_fill_is_caught():
+    # `torch.empty((2, 3)).fill_(2.0)`: the fill is all the value there is; lost, it is garbage.
+    program = Program(A, (Assign("t0", Create("empty_fill", (2, 3))), Assign("t1", Call("mul", ("a", "t0")))), ("t1",))
+    assert "torch.empty((2, 3)).fill_(2.0)" in render_body(program)
+    assert run_example(program, get("eager"), (CallSpec("grad"),)).mismatches == []
+    found = run_example(program, get(DROPS), (CallSpec("grad"),)).mismatches
+    assert found and found[0].oracle in ("outputs", "gradients"), [m.line() for m in found]
+    seen: Counter = Counter()
+
+    @settings(max_examples=100, derandomize=True, database=None, deadline=None,
+              suppress_health_check=list(HealthCheck))
+    @given(examples(statements=("create", "create_requires_grad")))
+    def draw(example):
+        seen.update(op for op in ops_called(example[0]) if op in CREATION)
+
+    draw()
+    assert set(seen) == set(CREATION), seen

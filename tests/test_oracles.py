@@ -305,3 +305,21 @@ def test_a_wrapped_compiler_error_is_told_apart_by_its_cause():
     assert inplace != view
     assert inplace.backend.startswith("BackendCompilerFailed during call: RuntimeError: Inplace update")
     assert ErrorInfo("RuntimeError", "one line: no cause after it", "call").headline() == "one line: no cause after it"
+
+
+def test_a_modules_calls_after_one_that_raised_on_one_side_are_not_compared():
+    # The backend raised in backward at call 0 and took no step: its parameter after call 1,
+    # its output and gradient differ from eager's as a consequence. A function's calls start
+    # afresh, and its later calls are compared still.
+    raised = ErrorInfo("RuntimeError", "raised in backward", "backward")
+    w = {"self.w0": tensor([1.0])}
+    eager = [call(outputs=[tensor([1.0])], after=w, grads={"self.w0": tensor([1.0])}),
+             call(outputs=[tensor([1.0])], after=w, grads={"self.w0": tensor([1.0])})]
+    backend = [changed(eager[0], error=raised),
+               call(outputs=[tensor([2.0])], after={"self.w0": tensor([2.0])}, grads={"self.w0": tensor([3.0])})]
+    found = oracles.compare(*eager_and(backend, eager))
+    assert [(m.oracle, m.call) for m in found] == [("exceptions", 0)], [m.line() for m in found]
+    plain = [changed(c, after={"a": tensor([1.0])}, grads={"a": tensor([1.0])}) for c in eager]
+    plain_backend = [changed(plain[0], error=raised), changed(plain[1], outputs=(tensor([2.0]),))]
+    found = oracles.compare(*eager_and(plain_backend, plain))
+    assert [(m.oracle, m.call) for m in found] == [("exceptions", 0), ("outputs", 1)], [m.line() for m in found]

@@ -12,7 +12,7 @@ import pytest
 from conformance.backends import get
 from conformance.check import run_example
 from conformance.generators.schedules import CallSpec
-from conformance.program import Assign, Call, GradRegion, InPlace, Program, SetGradMode, TensorInput
+from conformance.program import Assign, Call, GradRegion, InPlace, Program, Read, SetGradMode, TensorInput
 from conformance.report.records import record_of, save
 from conformance.report.repro import render_repro
 from conformance.report.write import write_run
@@ -49,6 +49,10 @@ RUNNING = Program((A,), (GradRegion("no_grad", (InPlace("self.w0", "add_", "a"),
                   parameters=(TensorInput("w0", (2,)),))  # w0 does not require grad: a buffer
 LINEAR = Program((A,), (Assign("t0", Call("mul", ("a", "self.w0"))),), ("t0",),
                  parameters=(TensorInput("w0", (2,), requires_grad=True),))
+TRAINING = Program((A,), (Assign("t0", Read("training")),), ("t0",), parameters=(TensorInput("w0", (2,), requires_grad=True),))
+# `self.w0.grad is None`, then `a * self.w0`: the gradient of the first call is kept for the second
+GRAD_READ = Program((A,), (Assign("t0", Read("grad_is_none", "self.w0")), Assign("t1", Call("mul", ("a", "self.w0")))),
+                    ("t0", "t1"), parameters=(TensorInput("w0", (2,), requires_grad=True),))
 PRODUCT = Program((A,), (Assign("t0", Call("dot_self", ("a",))),), ("t0",))
 # Eager raises: an in-place update of a leaf that requires grad, with grad enabled.
 RAISES = Program((A,), (InPlace("a", "add_", "a"),), ("a",))
@@ -73,6 +77,10 @@ NAN = Program((TensorInput("a", (2,), requires_grad=True, special="nan"),), (Ass
     ("drops_buffer_updates", RUNNING, (CallSpec(),)),
     # the caller's optimizer step between calls: the repro takes it too
     ("stale_parameter_values", LINEAR, (CallSpec(step=True), CallSpec(values_seed=1))),
+    # `model.eval()` before the second call: the repro puts the model in eval mode too
+    ("stale_training_mode", TRAINING, (CallSpec(), CallSpec(training=False, values_seed=1))),
+    # the caller keeps the gradients of the first call: the repro does not set them to None
+    ("stale_gradient_reads", GRAD_READ, (CallSpec(zero_grad=False), CallSpec(values_seed=1))),
     # the backend breaks the run outside a call: it reproduces (exit 1), not a script that cannot run
     ("tests.fake_backends:fails_to_compile", PROGRAM, (CallSpec(),)),
 ])

@@ -109,9 +109,9 @@ def _limits(monkeypatch, examples=200):
         drawn.append([limits["max_depth"], limits["max_statements"]])
         return programs(*args, **limits)
 
-    def recording_schedules(n_inputs, max_calls):
+    def recording_schedules(n_inputs, max_calls, module=False):
         drawn[-1].append(max_calls)
-        return schedules(n_inputs, max_calls)
+        return schedules(n_inputs, max_calls, module)
 
     monkeypatch.setattr(engine, "programs", recording_programs)
     monkeypatch.setattr(engine, "schedules", recording_schedules)

@@ -31,6 +31,10 @@ class _Wrapping:
             (tuple(a.shape), a.dtype, a.device.type, a.requires_grad) for a in args if isinstance(a, torch.Tensor)
         ) + (any(torch.is_autocast_enabled(d) for d in grad_mode.AUTOCAST_DEVICES),)
 
+    def module_key(self, fn) -> tuple:
+        """What of a module a correct cache checks: its training flag (`model.eval()`)."""
+        return (fn.training,) if isinstance(fn, torch.nn.Module) else ()
+
     def call(self, fn, args, compiled):
         return fn(*args)
 
@@ -38,7 +42,7 @@ class _Wrapping:
         backend = self
 
         def compiled(*args):
-            key = backend.cache_key(args)
+            key = backend.cache_key(args) + backend.module_key(fn)
             if key in compiled.keys:
                 compiled.stats.hits += 1
             else:
@@ -288,6 +292,49 @@ class StaleParameterValues(_Wrapping):
         return torch.func.functional_call(fn, stale, args)
 
 
+class StaleTrainingMode(_Wrapping):
+    """Drops a module's training flag from the cache key, as a compiler that read `self.training`
+    once and never checks it again would: after `model.eval()`, the forward still computes as
+    in training (outputs, recompiles: too few)."""
+
+    fault = "training flag of a module dropped from the cache key"
+
+    def module_key(self, fn) -> tuple:
+        return ()
+
+    def call(self, fn, args, compiled):
+        if not isinstance(fn, torch.nn.Module):
+            return fn(*args)
+        first, now = compiled.__dict__.setdefault("training", {}).setdefault(compiled.current_key, fn.training), fn.training
+        fn.train(first)
+        try:
+            return fn(*args)
+        finally:
+            fn.train(now)
+
+
+class StaleGradientReads(_Wrapping):
+    """Reads a module's parameters' `.grad` as it was at the first call, as a compiler that
+    traced `p.grad is None` once and never checks it again would: where the caller keeps the
+    gradients from call to call, the forward still sees none (outputs)."""
+
+    fault = "gradients read inside the function as at the first call"
+
+    def call(self, fn, args, compiled):
+        if not isinstance(fn, torch.nn.Module):
+            return fn(*args)
+        params = list(fn.parameters())
+        first = compiled.__dict__.setdefault("grads", [None if p.grad is None else p.grad.clone() for p in params])
+        now = [p.grad for p in params]
+        for p, g in zip(params, first):
+            p.grad = g
+        try:
+            return fn(*args)
+        finally:  # the caller's backward accumulates into the gradients it kept
+            for p, g in zip(params, now):
+                p.grad = g
+
+
 FAULTS = {
     "always_grad": AlwaysGrad,
     "stale_grad_mode_cache": StaleGradModeCache,
@@ -304,6 +351,8 @@ FAULTS = {
     "drops_create_graph": DropsCreateGraph,
     "drops_buffer_updates": DropsBufferUpdates,
     "stale_parameter_values": StaleParameterValues,
+    "stale_training_mode": StaleTrainingMode,
+    "stale_gradient_reads": StaleGradientReads,
 }
 
 # Factories for SPECs: conformance.backends.faulty:<name>

@@ -54,8 +54,17 @@ def _check_calls(eager: SideOutcome, backend: SideOutcome) -> list[Mismatch]:
 
 
 def comparable_calls(eager: SideOutcome, backend: SideOutcome):
-    """Pairs of calls the value oracles may compare: neither side raised during the call."""
+    """Pairs of calls the value oracles may compare: neither side raised during the call, and
+    no earlier call of a module raised on one side only. A module carries state from call to
+    call (the caller's step, buffers, gradients kept): after a call that raised on one side,
+    the two start from different states, and what differs later follows from that error."""
     if eager.setup_error or backend.setup_error:
         return []
-    return [(i, e, b) for i, (e, b) in enumerate(zip(eager.calls, backend.calls))
-            if not (e.error and e.error.stage == "call") and not (b.error and b.error.stage == "call")]
+    module = any(name.startswith("self.") for c in eager.calls[:1] for name in c.after)
+    pairs = []
+    for i, (e, b) in enumerate(zip(eager.calls, backend.calls)):
+        if not (e.error and e.error.stage == "call") and not (b.error and b.error.stage == "call"):
+            pairs.append((i, e, b))
+        if module and (e.error is None) != (b.error is None):
+            break
+    return pairs

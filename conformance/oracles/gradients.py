@@ -3,6 +3,7 @@ parameter and returned leaf; a missing gradient (None) is not the same as zeros.
 
 from __future__ import annotations
 
+from conformance.oracles.exceptions import comparable_calls
 from conformance.oracles.mismatch import Mismatch
 from conformance.oracles.values import close, describe
 from conformance.outcome import SideOutcome
@@ -10,9 +11,7 @@ from conformance.outcome import SideOutcome
 
 def check(eager: SideOutcome, backend: SideOutcome) -> list[Mismatch]:
     out = []
-    if eager.setup_error or backend.setup_error:
-        return out
-    for i, (e, b) in enumerate(zip(eager.calls, backend.calls)):
+    for i, e, b in comparable_calls(eager, backend):
         if e.error or b.error:  # the exceptions oracle reports it; grads are then partial
             continue
         for name in e.grads:

@@ -88,8 +88,8 @@ def short_script(record: dict, backend_import: str, backend_compile: str) -> str
     schedule = serialize.decode(record["schedule"])
     mismatches = [m for m in record.get("mismatches") or [] if m["oracle"] in _READABLE]
     last = max((m["call"] for m in mismatches if m.get("call") is not None), default=0)
-    if program.is_module and any(spec.step for spec in schedule[:last]):
-        return None  # the calls before it need their backward and step: repro.py runs them
+    if program.is_module and any(spec.step or not spec.zero_grad for spec in schedule[:last]):
+        return None  # the calls before it need their backward and step (or gradients): repro.py runs them
     single = len(program.returns) == 1
     now, after_backward = {}, {}  # printed name -> expression, read right after the call / after backward
     for m in mismatches:
@@ -100,7 +100,7 @@ def short_script(record: dict, backend_import: str, backend_compile: str) -> str
                    for m in mismatches)
     lines = ["import torch"] + ([backend_import] if backend_import else []) + [""]
     lines += _compact(record["source"].removeprefix("import torch\n").strip("\n"))
-    lines += ["", "def run(compile):"] + _setup(program, now | after_backward) + ["    try:"]
+    lines += ["", "def run(compile):"] + _setup(program, now | after_backward, schedule[: last + 1]) + ["    try:"]
     lines += _calls(program, schedule[: last + 1], f"seen = {_dict(now)}")
     if backward:
         cots = _cotangents(program, schedule, last)
@@ -127,11 +127,12 @@ def _dict(reads: dict[str, str]) -> str:
     return "{" + ", ".join(f"{k!r}: str({e})" for k, e in reads.items()) + "}"
 
 
-def _setup(program: Program, reads: dict[str, str]) -> list[str]:
+def _setup(program: Program, reads: dict[str, str], schedule) -> list[str]:
     if not program.is_module:
         return ["    f = compile(fn)"]
     model = f"Model({', '.join(tensor_literal(p) for p in runner.make_parameters(program))})"
-    if any("m." in e for e in reads.values()):  # a parameter is read after the call
+    # a parameter is read after the call, or the model is put in eval mode
+    if any("m." in e for e in reads.values()) or not all(spec.training for spec in schedule):
         return [f"    m = {model}", "    f = compile(m)"]
     return [f"    f = compile({model})"]
 
@@ -144,8 +145,12 @@ def _calls(program: Program, schedule, read: str) -> list[str]:
     resets = any(c.startswith(("torch.set_grad_enabled", "torch._C._set_grad_enabled")) for c in constructs(program)) \
         or any(spec.ambient == "set_grad_enabled_false" for spec in schedule)
     lines = []
+    training = True
     for index, spec in enumerate(schedule):
         lines += ["        torch.set_grad_enabled(True)"] if resets else []
+        if spec.training != training:
+            training = spec.training
+            lines.append(f"        m.{'train' if training else 'eval'}()")
         lines += [f"        {n} = {tensor_literal(t)}" for n, t in zip(names, runner.make_inputs(program, spec))]
         body = [f"f({', '.join(names)})"] if index < len(schedule) - 1 else [f"out = f({', '.join(names)})", read]
         heads = [AMBIENT_SOURCE[spec.ambient]] + ([autocast_source(program)] if spec.autocast else [])

@@ -127,7 +127,10 @@ def render_repro(record: dict) -> str:
         isolate=record["oracle"] in ("crash", "hang"),
         names=repr(names), expected_compilations=expected,
         autocast=device(program) if any(spec.autocast for spec in schedule) else "",
-        steps=[spec.step for spec in schedule] if program.is_module and any(spec.step for spec in schedule) else None, count_compilations=count,
+        steps=[spec.step for spec in schedule] if program.is_module and any(spec.step for spec in schedule) else None,
+        training=[spec.training for spec in schedule] if not all(spec.training for spec in schedule) else None,
+        zero_grad=[spec.zero_grad for spec in schedule] if not all(spec.zero_grad for spec in schedule) else None,
+        count_compilations=count,
         # White-box: only where the mismatch is in thunder's traces, so other repros stay plain.
         thunder_traces=record["oracle"] == "traces" and imp == "import thunder",
         # pprint writes a non-finite float as the bare name `nan` or `inf`

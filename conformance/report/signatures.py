@@ -8,7 +8,8 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 
-from conformance.generators.schedules import AMBIENT_AUTOCAST, OPTIMIZER_STEP, Schedule, caller_constructs
+from conformance.generators.schedules import (AMBIENT_AUTOCAST, EVAL_MODE, GRADIENTS_KEPT, OPTIMIZER_STEP, Schedule,
+                                              caller_constructs)
 from conformance.oracles.mismatch import BugClass, Mismatch, class_key
 from conformance.program import Program, constructs
 
@@ -42,12 +43,12 @@ def signature(m: Mismatch, program: Program, schedule: Schedule) -> Signature:
     bug = class_key(m)
     if bug.oracle in _SYMPTOM_IS_ENOUGH:
         return Signature(bug, None)
-    # The caller's autocast in the call that differed or one before it (whose compilation a
-    # cache may reuse), and a step taken before it.
+    # The caller's autocast or eval mode in the call that differed or one before it (whose
+    # compilation a cache may reuse), and a step taken or gradients kept before it.
     at = m.call if m.call is not None and m.call < len(schedule) else None
     upto, before = (schedule, schedule) if at is None else (schedule[:at + 1], schedule[:at])
-    caller = ((caller_constructs(upto) & {AMBIENT_AUTOCAST})
-              | (caller_constructs(before, program.is_module) & {OPTIMIZER_STEP}))
+    caller = ((caller_constructs(upto, program.is_module) & {AMBIENT_AUTOCAST, EVAL_MODE})
+              | (caller_constructs(before, program.is_module) & {OPTIMIZER_STEP, GRADIENTS_KEPT}))
     return Signature(bug, tuple(sorted(constructs(program) - {"return_is_grad_enabled"} | caller)))
 
 
