@@ -11,6 +11,7 @@ the default dtype), the next example starts from the state this one started from
 from __future__ import annotations
 
 import contextlib
+import gc
 from dataclasses import dataclass
 from typing import Iterator
 
@@ -71,6 +72,12 @@ def restore(state: GlobalState) -> list[str]:
     now = snapshot()
     changed = [f for f in ("inference_mode", "grad_enabled", "default_dtype", "autocast")
                if getattr(now, f) != getattr(state, f)]
+    if now.inference_mode != state.inference_mode:
+        # An inference-mode guard left entered (a `with` a backend began and never ended) sets
+        # the mode it found when it is destroyed: in a reference cycle, whenever the garbage
+        # collector next runs, in some later example or test. Collected now, it sets it now.
+        gc.collect()
+        now = snapshot()
     if now.inference_mode != state.inference_mode:
         guard = torch._C._InferenceMode(state.inference_mode)  # noqa: SLF001 - no public setter exists
         _INFERENCE_OFF_GUARDS.append(guard)

@@ -47,7 +47,8 @@ DRAWS = {"inlines_functions": examples(statements=("helper",)),
          "drops_buffer_updates": examples(modules="always", statements=("op",)),
          "stale_parameter_values": examples(modules="always"),
          # a forward that reads `self.training`, called in both modes
-         "stale_training_mode": examples(modules="always", statements=("read", "if")),
+         "stale_training_mode": examples(modules="always", statements=("read", "if")).map(
+             lambda ex: (ex[0], ex[1] + (CallSpec(training=False, values_seed=9),))),
          # a forward that reads `p.grad is None`, called again with the gradients kept
          "stale_gradient_reads": examples(modules="always", statements=("read", "if")).map(
              lambda ex: (ex[0], tuple(replace(c, zero_grad=False) for c in ex[1]) + (CallSpec(values_seed=9),))),

@@ -173,7 +173,8 @@ def test_grad_mode_pass_and_catch():
 
 # -- recompiles ----------------------------------------------------------------------
 
-K_GRAD, K_NOGRAD = (True, ()), (False, ())
+# (grad enabled, inputs, a module's training flag): the runner's keys end with the flag
+K_GRAD, K_NOGRAD, K_GRAD_EVAL = (True, (), True), (False, (), True), (True, (), False)
 
 
 def keyed(key, ambient="grad"):
@@ -201,6 +202,16 @@ def test_recompiles_pass_and_catch_both_directions():
     many = eager_and(calls, calls, cache=CacheStats(0, 3), policy="per key")
     assert [m.aspect for m in recompiles.check(*few)] == ["too few compilations"]
     assert [m.aspect for m in recompiles.check(*many)] == ["too many compilations"]
+
+
+def test_a_cache_may_or_may_not_check_a_modules_training_flag():
+    # A forward that does not read `self.training` computes the same in eval mode: one
+    # compilation or two are both correct for calls that differ only there; three are not.
+    calls = [keyed(K_GRAD), keyed(K_GRAD_EVAL)]
+    assert recompiles.compilation_range("per key", [c.cache_key for c in calls]) == (1, 2)
+    for misses, found in [(1, []), (2, []), (3, ["too many compilations"])]:
+        pair = eager_and(calls, calls, cache=CacheStats(2 - min(misses, 2), misses), policy="per key")
+        assert [m.aspect for m in recompiles.check(*pair)] == found
 
 
 def test_recompiles_not_applicable_without_counters():

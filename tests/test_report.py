@@ -1,6 +1,8 @@
 """Repros run standalone and exit 1 while the mismatch reproduces, 0 once it is gone;
 HTML reports show hostile strings as text; summary.json follows the DESIGN.md contract."""
 
+import contextlib
+import io
 import json
 import os
 import subprocess
@@ -9,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from conformance import grad_mode
 from conformance.backends import get
 from conformance.check import run_example
 from conformance.generators.schedules import CallSpec
@@ -31,6 +34,18 @@ def record_for(program, spec, schedule=(CallSpec(),)):
     result = run_example(program, backend, schedule)
     assert result.mismatches, "the planted fault should show on this program"
     return record_of(finding_of(result, backend.name, []), backend, command="test")
+
+
+def run_repro_here(record, spec=None) -> subprocess.CompletedProcess:
+    """The repro's main() in this process, its output captured: 3-5 s of imports fewer than a
+    fresh interpreter (test_a_repro_runs_standalone_from_an_empty_folder runs one apart)."""
+    if spec is not None:
+        record = record | {"backend_spec": spec, "backend": spec}
+    namespace, out = {"__name__": "repro"}, io.StringIO()
+    with grad_mode.isolated(), contextlib.redirect_stdout(out):
+        exec(compile(render_repro(record), "repro.py", "exec"), namespace)  # noqa: S102 - our own repro
+        code = namespace["main"]()
+    return subprocess.CompletedProcess(["repro.py"], code, out.getvalue(), "")
 
 
 def run_repro(tmp_path, record, spec=None):
@@ -87,12 +102,23 @@ NAN = Program((TensorInput("a", (2,), requires_grad=True, special="nan"),), (Ass
 def test_repro_exits_1_while_it_reproduces_and_0_once_fixed(tmp_path, fault, program, schedule):
     spec = fault if ":" in fault else f"conformance.backends.faulty:{fault}"
     record = record_for(program, spec, schedule)
-    bad = run_repro(tmp_path, record)
+    bad = run_repro_here(record)
     assert bad.returncode == 1, bad.stdout + bad.stderr
     assert "MISMATCH" in bad.stdout
-    fixed = run_repro(tmp_path, record, spec="eager")
+    fixed = run_repro_here(record, spec="eager")
     assert fixed.returncode == 0, fixed.stdout + fixed.stderr
     assert "fixed" in fixed.stdout
+
+
+def test_a_repro_runs_standalone_from_an_empty_folder(tmp_path):
+    # with only what it imports: torch and the backend (one of tests/ is found on PYTHONPATH,
+    # as a user's own backend module would be)
+    record = record_for(LINEAR, "conformance.backends.faulty:stale_parameter_values",
+                        (CallSpec(step=True), CallSpec(values_seed=1)))
+    bad = run_repro(tmp_path, record)
+    assert bad.returncode == 1 and "MISMATCH" in bad.stdout, bad.stdout + bad.stderr
+    fixed = run_repro(tmp_path, record, spec="eager")
+    assert fixed.returncode == 0 and "fixed" in fixed.stdout, fixed.stdout + fixed.stderr
 
 
 def test_repro_is_readable_and_imports_only_torch_and_the_backend(tmp_path):

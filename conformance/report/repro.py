@@ -7,7 +7,7 @@ import torch
 
 from conformance import grad_mode, runner, serialize, slicing, text
 from conformance.backends.base import Declaration
-from conformance.oracles.recompiles import expected_compilations
+from conformance.oracles.recompiles import compilation_range
 from conformance.program import Program, device, render_entry
 
 _ENV = jinja2.Environment(
@@ -112,7 +112,7 @@ def render_repro(record: dict) -> str:
     expected = None
     if record["oracle"] == "recompiles" and count:
         keys = [c.cache_key for c in eager.calls]
-        expected = expected_compilations("every call" if "no caching" in record["backend"] else "per key", keys)
+        expected = compilation_range("every call" if "no caching" in record["backend"] else "per key", keys)
     names = [i.name for i in program.inputs] + [f"self.{p.name}" for p in program.parameters]
     source = record["source"].removeprefix("import torch\n").strip("\n")
     reference = f"{program.entry_point}_reference" if live != program else program.entry_point
