@@ -130,6 +130,13 @@ def candidates(program: Program, schedule: Schedule) -> Iterator[Example]:
     for i in range(len(schedule)):
         if len(schedule) > 1:
             yield program, schedule[:i] + schedule[i + 1:]
+    # The caller's extras of a call (its autocast, step, eval mode, gradients kept) all at once,
+    # early: a signature names them, and a budget spent before the one-flag edits below left
+    # them on a known issue's repro (reported new on a 10-minute thunder night).
+    for i, c in enumerate(schedule):
+        plain = replace(c, autocast=False, step=False, training=True, zero_grad=True)
+        if plain != c:
+            yield program, schedule[:i] + (plain,) + schedule[i + 1:]
     for i in range(len(program.returns)):
         if len(program.returns) > 1:
             yield replace(program, returns=program.returns[:i] + program.returns[i + 1:]), schedule
