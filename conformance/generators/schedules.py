@@ -57,14 +57,24 @@ EVAL_MODE = "model.eval()"
 GRADIENTS_KEPT = "gradients kept"
 
 
+def in_eval_mode(schedule: Schedule) -> bool:
+    """Whether a call of the schedule is made in eval mode (`model.eval()` before it)."""
+    return not all(spec.training for spec in schedule)
+
+
+def keeps_gradients(schedule: Schedule) -> bool:
+    """Whether a call of the schedule leaves its gradients for the next (no `zero_grad()`)."""
+    return not all(spec.zero_grad for spec in schedule)
+
+
 def caller_constructs(schedule: Schedule, module: bool = False) -> frozenset[str]:
     """The constructs the calls add to the program's (a step only where there are parameters)."""
     found = {AMBIENT_AUTOCAST} if any(spec.autocast for spec in schedule) else set()
     if module and any(spec.step for spec in schedule):
         found.add(OPTIMIZER_STEP)
-    if module and not all(spec.training for spec in schedule):
+    if module and in_eval_mode(schedule):
         found.add(EVAL_MODE)
-    if module and not all(spec.zero_grad for spec in schedule):
+    if module and keeps_gradients(schedule):
         found.add(GRADIENTS_KEPT)
     return frozenset(found)
 

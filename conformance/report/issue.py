@@ -16,6 +16,7 @@ import torch
 
 from conformance import runner, serialize, text
 from conformance.grad_mode import AMBIENT_SOURCE
+from conformance.generators.schedules import in_eval_mode
 from conformance.program import Program, autocast_source, constructs
 
 # Where PyTorch documents what eager does, by the construct a repro has (the first that applies).
@@ -132,7 +133,7 @@ def _setup(program: Program, reads: dict[str, str], schedule) -> list[str]:
         return ["    f = compile(fn)"]
     model = f"Model({', '.join(tensor_literal(p) for p in runner.make_parameters(program))})"
     # a parameter is read after the call, or the model is put in eval mode
-    if any("m." in e for e in reads.values()) or not all(spec.training for spec in schedule):
+    if any("m." in e for e in reads.values()) or in_eval_mode(schedule):
         return [f"    m = {model}", "    f = compile(m)"]
     return [f"    f = compile({model})"]
 

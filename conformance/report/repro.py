@@ -7,6 +7,7 @@ import torch
 
 from conformance import grad_mode, runner, serialize, slicing, text
 from conformance.backends.base import Declaration
+from conformance.generators.schedules import in_eval_mode, keeps_gradients
 from conformance.oracles.recompiles import compilation_range
 from conformance.program import Program, device, render_entry
 
@@ -128,8 +129,8 @@ def render_repro(record: dict) -> str:
         names=repr(names), expected_compilations=expected,
         autocast=device(program) if any(spec.autocast for spec in schedule) else "",
         steps=[spec.step for spec in schedule] if program.is_module and any(spec.step for spec in schedule) else None,
-        training=[spec.training for spec in schedule] if not all(spec.training for spec in schedule) else None,
-        zero_grad=[spec.zero_grad for spec in schedule] if not all(spec.zero_grad for spec in schedule) else None,
+        training=[spec.training for spec in schedule] if in_eval_mode(schedule) else None,
+        zero_grad=[spec.zero_grad for spec in schedule] if keeps_gradients(schedule) else None,
         count_compilations=count,
         # White-box: only where the mismatch is in thunder's traces, so other repros stay plain.
         thunder_traces=record["oracle"] == "traces" and imp == "import thunder",
