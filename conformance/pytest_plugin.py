@@ -66,7 +66,10 @@ def _runs_suite(config) -> bool:
 
 
 def pytest_configure(config):
-    settings.load_profile(config.getoption("--conformance-profile"))
+    # Only for the suite: the plugin is installed, so it is loaded in every pytest session, and
+    # the harness's own tests load a derandomized profile of theirs (tests/conftest.py).
+    if _runs_suite(config):
+        settings.load_profile(config.getoption("--conformance-profile"))
     report_dir = Path(config.getoption("--conformance-report-dir"))
     config._conformance_report_dir = report_dir
     if not _is_worker(config) and _runs_suite(config):

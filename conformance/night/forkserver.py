@@ -11,11 +11,14 @@ from __future__ import annotations
 import multiprocessing as mp
 from multiprocessing import forkserver
 
-ENGINE = ("torch", "hypothesis", "conformance.check", "conformance.engine")
+# torch._dynamo too: the generator's shape inference runs ops on meta tensors, and the first one
+# whose decomposition is wrapped by torch._prims_common's out_wrapper imports it (2-3 s, two
+# thirds of a short incarnation's time), in every worker and after every recycle otherwise.
+ENGINE = ("torch", "torch._dynamo", "hypothesis", "conformance.check", "conformance.engine")
 # What a built-in backend imports when it is made (none of them starts a thread at import, so
 # forking after it is safe). A backend of the user's (`package.module:factory`) is not imported
 # here: its module's import-time side effects stay in the worker that uses it.
-COMPILERS = {"thunder": ("thunder",), "thunderfx": ("thunder", "thunder.dynamo"), "torch.compile": ("torch._dynamo",)}
+COMPILERS = {"thunder": ("thunder",), "thunderfx": ("thunder", "thunder.dynamo"), "torch.compile": ()}
 
 
 def preloaded(backend_spec: str) -> list[str]:
