@@ -54,7 +54,8 @@ def _run_script(repro: Path) -> tuple[str, str]:
 _SAID = {"reproduces": "still reproduces", "fixed": "fixed"}
 
 
-def replay(path: Path, backend_spec: str | None = None, out=sys.stdout, scripts: bool = False) -> int:
+def replay(path: Path, backend_spec: str | None = None, out=None, scripts: bool = False) -> int:
+    out = out or sys.stdout  # read at the call: a default argument would keep the stream of the import
     path = Path(path)
     if path.is_dir() and (path / "repro.py").is_file() and not (path / "summary.json").exists():
         verdict, output = _run_script(path / "repro.py")

@@ -34,11 +34,11 @@ def test_bench_reports_every_phase(tmp_path):
 def test_two_workers_run_the_same_examples_as_one(tmp_path):
     def ids(workers):
         out = tmp_path / f"bench{workers}.json"
-        proc = subprocess.run([sys.executable, "-m", "conformance", "bench", "--backend", "eager", "--examples", "30",
+        proc = subprocess.run([sys.executable, "-m", "conformance", "bench", "--backend", "eager", "--examples", "12",
                                "--workers", str(workers), "--json", str(out)], cwd=ROOT, capture_output=True,
                               text=True, timeout=300)
         assert proc.returncode == 0, proc.stderr
         return json.loads(out.read_text())["example_ids"]
 
     one, two = ids(1), ids(2)
-    assert len(one) == 30 and one == two
+    assert len(one) == 12 and one == two

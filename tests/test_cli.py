@@ -1,5 +1,7 @@
 """Bad input gets one clear line and exit code 2; nothing is overwritten."""
 
+import contextlib
+import io
 import json
 import os
 import subprocess
@@ -14,6 +16,20 @@ ROOT = Path(__file__).resolve().parents[1]
 def cli(*args, cwd=ROOT, timeout=120):
     return subprocess.run([sys.executable, "-m", "conformance", *args], cwd=cwd, capture_output=True, text=True,
                           timeout=timeout)
+
+
+def cli_here(*args) -> subprocess.CompletedProcess:
+    """`python -m conformance ARGS` as main() in this process (3-5 s of imports fewer than a
+    fresh interpreter), for commands that start no process and touch no signal handler."""
+    from conformance.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = main(list(args))
+        except SystemExit as exc:  # argparse's usage errors
+            code = exc.code
+    return subprocess.CompletedProcess(["conformance", *args], code, out.getvalue(), err.getvalue())
 
 
 def one_line_error(proc, *words):
@@ -68,7 +84,7 @@ def test_report_dir_that_is_not_writable(tmp_path):
 def test_replay_refuses_corrupt_or_foreign_summaries_and_keeps_them(tmp_path, content, words):
     path = tmp_path / "summary.json"
     path.write_text(content)
-    one_line_error(cli("replay", str(path)), *words)
+    one_line_error(cli_here("replay", str(path)), *words)
     assert path.read_text() == content
 
 
@@ -93,13 +109,13 @@ def test_replay_of_a_summary(tmp_path):
     record = record_for(PROGRAM, "conformance.backends.faulty:perturbs_outputs")
     save(record, tmp_path / "findings", "main")
     write_run(tmp_path, backend_name="faulty", seed=None, command="")
-    still = cli("replay", str(tmp_path / "summary.json"))
+    still = cli_here("replay", str(tmp_path / "summary.json"))
     assert still.returncode == 1 and "still reproduces" in still.stdout, still.stdout + still.stderr
-    fixed = cli("replay", str(tmp_path), "--backend", "eager")
+    fixed = cli_here("replay", str(tmp_path), "--backend", "eager")
     assert fixed.returncode == 0 and "fixed" in fixed.stdout, fixed.stdout + fixed.stderr
     summary = json.loads((tmp_path / "summary.json").read_text())
     one = tmp_path / summary["mismatches"][0]["repro"]
-    alone = cli("replay", str(one.parent))
+    alone = cli_here("replay", str(one.parent))
     assert alone.returncode == 1 and "still reproduces" in alone.stdout
     # The scripts alone, from a relative path as typed in the report's parent folder: found.
     relative = cli("replay", tmp_path.name, "--scripts", cwd=tmp_path.parent)

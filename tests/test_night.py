@@ -1,6 +1,8 @@
 """The nightly job on fast fake backends, bounded by example counts and seeds, never by the clock:
 a hang, a crash, Ctrl-C, recycling, triage against a baseline, and what the engine shrinks."""
 
+import contextlib
+import io
 import json
 import os
 import signal
@@ -35,9 +37,23 @@ def summary(folder: Path) -> dict:
     return json.loads((folder / "summary.json").read_text())
 
 
-def night(folder: Path, spec: str, examples: int, seed: int, *extra, sweep=False) -> dict:
-    proc = fuzz("--backend", spec, "--max-examples", str(examples), "--seed", str(seed), "--report-dir",
-                str(folder), *extra, sweep=sweep)
+def fuzz_here(*args, sweep=False) -> subprocess.CompletedProcess:
+    """`fuzz` as main() in this process: the fork server it starts serves every night of this
+    pytest worker, 5-8 s of imports fewer a night. Not for a backend that reads the test's
+    environment: a fork server keeps the one it was started with (`fuzz` runs it apart)."""
+    from conformance.cli import main
+
+    args = ("fuzz",) + BOUNDED + args + (() if sweep else ("--no-sweep",))
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(list(args))
+    return subprocess.CompletedProcess(["conformance", *args], code, out.getvalue(), err.getvalue())
+
+
+def night(folder: Path, spec: str, examples: int, seed: int, *extra, sweep=False, apart=False) -> dict:
+    run = fuzz if apart else fuzz_here
+    proc = run("--backend", spec, "--max-examples", str(examples), "--seed", str(seed), "--report-dir",
+               str(folder), *extra, sweep=sweep)
     assert proc.returncode in (0, 1), proc.stdout + proc.stderr
     return summary(folder)
 
@@ -352,7 +368,7 @@ def test_a_backend_that_breaks_its_process_is_a_finding_and_the_night_goes_on(tm
     # (but for the sleep, which SIGALRM stops), and the night keeps its other findings.
     monkeypatch.setenv("BREAKS_COUNTER", str(tmp_path / "breaks"))
     s = night(tmp_path / "night", "tests.fake_backends:breaks_every_way", 60, 1, "--example-timeout", "2",
-              "--max-rss-mb", "1000")
+              "--max-rss-mb", "1000", apart=True)
     broke = {m["signature"]: m for m in s["mismatches"] if m["oracle"] in ("crash", "hang")}
     killed = {"crash.worker died | exit code -11 (signal 11)", "crash.worker died | exit code 0",
               "crash.output flood | worker wrote more than 64 MB; killed",
@@ -373,7 +389,7 @@ def test_an_example_that_leaves_torch_broken_is_recorded_and_the_worker_starts_a
     # After it every op raises, eager's too: the example that broke torch is the finding (not the
     # next one, which fails in the harness), and a fresh process goes on with the night.
     monkeypatch.setenv("BREAKS_COUNTER", str(tmp_path / "broken"))
-    s = night(tmp_path / "night", "tests.fake_backends:breaks_torch_under_inference_mode", 20, 1)
+    s = night(tmp_path / "night", "tests.fake_backends:breaks_torch_under_inference_mode", 20, 1, apart=True)
     crashes = [m for m in s["mismatches"] if m["oracle"] == "crash"]
     assert [m["signature"] for m in crashes] == ["crash.torch left broken | every op raised after this example; "
                                                   "worker restarted"], s["mismatches"]

@@ -16,7 +16,7 @@ import pytest
 from conformance.cli import main
 from conformance.night.config import NightConfig, Shard, parse_shard
 from conformance.night.worker import Worker
-from tests.test_night import fuzz, summary
+from tests.test_night import fuzz, fuzz_here, summary
 
 REDIS = shutil.which("redis-server")
 needs_redis = pytest.mark.skipif(REDIS is None, reason="redis-server is not installed (apt-get install "
@@ -50,7 +50,7 @@ def redis_server(tmp_path):
 
 
 def shard_night(folder: Path, shard: str, seed: int, *extra) -> subprocess.CompletedProcess:
-    return fuzz("--backend", SPEC, "--max-examples", "30", "--seed", str(seed), "--shard", shard,
+    return fuzz_here("--backend", SPEC, "--max-examples", "30", "--seed", str(seed), "--shard", shard,
                 "--report-dir", str(folder), *extra, sweep=True)
 
 

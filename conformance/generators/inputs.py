@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from dataclasses import replace
 
 import torch
@@ -10,16 +11,19 @@ from hypothesis import strategies as st
 from conformance.program import DTYPES, FLOAT_DTYPES, TensorInput
 
 
+@functools.cache
 def devices() -> st.SearchStrategy[str]:
     # CUDA is drawn only where it exists; the suite's CUDA tests skip, with a reason, elsewhere.
     return st.sampled_from(("cpu", "cuda") if torch.cuda.is_available() else ("cpu",))
 
 
+@functools.cache
 def sizes() -> st.SearchStrategy[int]:
     # 1 is the simplest size; 0 (an empty dim) is drawn on purpose but shrinks away.
     return st.one_of(st.integers(1, 3), st.just(0))
 
 
+@functools.cache
 def shapes(max_dims: int = 3) -> st.SearchStrategy[tuple[int, ...]]:
     return st.lists(sizes(), min_size=0, max_size=max_dims).map(tuple)
 
@@ -84,6 +88,7 @@ def tensor_inputs(draw, name: str, device: str | None = None, float_only: bool =
     )
 
 
+@functools.cache
 def specials() -> st.SearchStrategy[str]:
     """A non-finite element for one float tensor in eight: "" (none), "nan", "inf" or "-inf".
 

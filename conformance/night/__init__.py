@@ -9,12 +9,10 @@
 
 from __future__ import annotations
 
-import sys
-
 from conformance.night.config import NightConfig
 
 
-def run_night(cfg: NightConfig, out=sys.stdout) -> int:
+def run_night(cfg: NightConfig, out=None) -> int:
     """Run a night; 0: nothing new, 1: new mismatches (the CLI's exit codes)."""
     from conformance.night.signals import StopSignals
     from conformance.night.supervisor import Supervisor

@@ -82,8 +82,8 @@ def _died(exitcode: int) -> RunFailure:
 
 
 class Supervisor:
-    def __init__(self, cfg: NightConfig, out=sys.stdout):
-        self.cfg, self.out = cfg, out
+    def __init__(self, cfg: NightConfig, out=None):
+        self.cfg, self.out = cfg, out or sys.stdout  # the stream of the call, not of the import
         self.folder = Path(cfg.report_dir)
         self.ctx = forkserver.context(cfg.backend)
         self.messages = self.ctx.Queue()
