@@ -20,7 +20,9 @@ def cli(*args, cwd=ROOT, timeout=120):
 
 def cli_here(*args) -> subprocess.CompletedProcess:
     """`python -m conformance ARGS` as main() in this process (3-5 s of imports fewer than a
-    fresh interpreter), for commands that start no process and touch no signal handler."""
+    fresh interpreter), for a command that ends before a night begins: `fuzz` starts its fork
+    server first, and this worker's nights share it (tests/test_night.py). The options that
+    argparse refuses are tried through `python -m conformance` itself (`cli`)."""
     from conformance.cli import main
 
     out, err = io.StringIO(), io.StringIO()
@@ -56,19 +58,19 @@ def test_an_option_of_the_old_engine_is_refused_in_one_line():
 
 
 def test_unknown_backend():
-    one_line_error(cli("fuzz", "--backend", "nope", "--seconds", "1"), "unknown backend 'nope'")
+    one_line_error(cli_here("fuzz", "--backend", "nope", "--seconds", "1"), "unknown backend 'nope'")
 
 
 def test_database_that_is_a_file(tmp_path):
     db = tmp_path / "db"
     db.write_text("not a folder")
-    one_line_error(cli("fuzz", "--backend", "eager", "--seconds", "1", "--db", str(db)), "is a file")
+    one_line_error(cli_here("fuzz", "--backend", "eager", "--seconds", "1", "--db", str(db)), "is a file")
 
 
 def test_report_dir_that_is_not_writable(tmp_path):
     blocker = tmp_path / "file"
     blocker.write_text("")
-    one_line_error(cli("fuzz", "--backend", "eager", "--seconds", "1", "--report-dir", str(blocker / "sub")),
+    one_line_error(cli_here("fuzz", "--backend", "eager", "--seconds", "1", "--report-dir", str(blocker / "sub")),
                    "not writable")
     if os.geteuid() != 0:  # root writes anywhere; a read-only folder only stops others
         ro = tmp_path / "ro"
@@ -91,7 +93,7 @@ def test_replay_refuses_corrupt_or_foreign_summaries_and_keeps_them(tmp_path, co
 def test_baseline_must_be_a_summary(tmp_path):
     bad = tmp_path / "base.json"
     bad.write_text("{}")
-    one_line_error(cli("fuzz", "--backend", "eager", "--seconds", "1", "--baseline", str(bad)), "baseline")
+    one_line_error(cli_here("fuzz", "--backend", "eager", "--seconds", "1", "--baseline", str(bad)), "baseline")
 
 
 def test_help_lists_the_commands():
