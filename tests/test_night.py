@@ -1,8 +1,6 @@
 """The nightly job on fast fake backends, bounded by example counts and seeds, never by the clock:
 a hang, a crash, Ctrl-C, recycling, triage against a baseline, and what the engine shrinks."""
 
-import contextlib
-import io
 import json
 import os
 import signal
@@ -41,13 +39,9 @@ def fuzz_here(*args, sweep=False) -> subprocess.CompletedProcess:
     """`fuzz` as main() in this process: the fork server it starts serves every night of this
     pytest worker, 5-8 s of imports fewer a night. Not for a backend that reads the test's
     environment: a fork server keeps the one it was started with (`fuzz` runs it apart)."""
-    from conformance.cli import main
+    from tests.test_cli import cli_here
 
-    args = ("fuzz",) + BOUNDED + args + (() if sweep else ("--no-sweep",))
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = main(list(args))
-    return subprocess.CompletedProcess(["conformance", *args], code, out.getvalue(), err.getvalue())
+    return cli_here("fuzz", *BOUNDED, *args, *(() if sweep else ("--no-sweep",)))
 
 
 def night(folder: Path, spec: str, examples: int, seed: int, *extra, sweep=False, apart=False) -> dict:
